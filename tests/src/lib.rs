@@ -1,0 +1,20 @@
+//! Shared helpers for Sluice's integration tests (in `tests/tests/`).
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+/// The TensorFlow-written fixtures in `../shared/fixtures/tfrecord/`, beside the repository.
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/tfrecord")
+}
+
+/// Path of one fixture file.
+pub fn fixture(name: &str) -> PathBuf {
+    fixtures_dir().join(name)
+}
+
+/// The parsed `MANIFEST.json` of the fixtures.
+pub fn manifest() -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(fixture("MANIFEST.json"))?;
+    Ok(serde_json::from_str(&text)?)
+}
