@@ -33,9 +33,10 @@ pub enum Error {
         /// Which checksum failed.
         checksum: Checksum,
     },
-    /// The stream ended inside a record. `offset` is the start of the part TensorFlow was
-    /// reading: the record's start (header) or start + 12 (data and its checksum).
-    #[error("{file}: truncated record at {offset}{suffix}")]
+    /// The stream ended inside a record; `offset` is the record's start. (TensorFlow ends a
+    /// file quietly when fewer than 12 bytes follow the last record; Sluice reports those
+    /// bytes as a truncated record too, so nothing is dropped silently.)
+    #[error("{file}: truncated record at {offset}")]
     TruncatedRecord {
         /// File (or stream) name.
         file: String,
@@ -43,9 +44,6 @@ pub enum Error {
         offset: u64,
         /// Index of the record in the file.
         index: u64,
-        /// TensorFlow's odd suffix when the stream ends right after a header:
-        /// `' failed with eof`; empty otherwise.
-        suffix: &'static str,
     },
     /// A record header claims a length above [`crate::tfrecord::ReaderOptions::max_record_len`].
     #[error(
@@ -135,9 +133,7 @@ impl Error {
     pub fn tensorflow_message(&self) -> Option<String> {
         match self {
             Error::CorruptedRecord { offset, .. } => Some(format!("corrupted record at {offset}")),
-            Error::TruncatedRecord { offset, suffix, .. } => {
-                Some(format!("truncated record at {offset}{suffix}"))
-            }
+            Error::TruncatedRecord { offset, .. } => Some(format!("truncated record at {offset}")),
             _ => None,
         }
     }

@@ -18,3 +18,10 @@ pub fn manifest() -> anyhow::Result<serde_json::Value> {
     let text = std::fs::read_to_string(fixture("MANIFEST.json"))?;
     Ok(serde_json::from_str(&text)?)
 }
+
+/// Lower-case hex SHA-256 of `data`.
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(data);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -260,7 +260,9 @@ impl<R: Read> TfRecordReader<R> {
                 return Ok(None);
             }
             if self.buf.len() < HEADER_LEN {
-                return Err(self.truncated(start, ""));
+                // TensorFlow treats a partial header as the end of the file and drops those
+                // bytes silently; Sluice reports them (nothing is ever dropped silently).
+                return Err(self.truncated(start));
             }
             let length = u64::from_le_bytes(self.buf[..8].try_into().expect("8 bytes"));
             let length_crc = u32::from_le_bytes(self.buf[8..12].try_into().expect("4 bytes"));
@@ -287,19 +289,8 @@ impl<R: Read> TfRecordReader<R> {
             let total = HEADER_LEN + data_len + FOOTER_LEN;
             self.fill(total)?;
             if self.buf.len() < total {
-                // As TensorFlow: the data read is at start + 12; if nothing at all follows the
-                // header, TensorFlow adds the message of its inner end-of-file status.
-                let suffix = if self.buf.len() == HEADER_LEN {
-                    "' failed with eof"
-                } else {
-                    ""
-                };
-                let offset = if suffix.is_empty() {
-                    start + HEADER_LEN as u64
-                } else {
-                    start
-                };
-                return Err(self.truncated(offset, suffix));
+                // TensorFlow reports a short data read at the record's start.
+                return Err(self.truncated(start));
             }
             let data = &self.buf[HEADER_LEN..HEADER_LEN + data_len];
             let data_crc = u32::from_le_bytes(
@@ -441,12 +432,11 @@ impl<R: Read> TfRecordReader<R> {
         }
     }
 
-    fn truncated(&self, offset: u64, suffix: &'static str) -> Error {
+    fn truncated(&self, offset: u64) -> Error {
         Error::TruncatedRecord {
             file: self.name.to_string(),
             offset,
             index: self.index,
-            suffix,
         }
     }
 }
