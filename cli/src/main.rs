@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod cat;
 mod common;
+mod verify;
 
 /// Inspect and verify TFRecord files.
 #[derive(Debug, Parser)]
@@ -21,6 +22,7 @@ mod common;
 Examples:
   sluice cat train.tfrecord | head -3
   sluice cat --as raw data.tfrecord.gz
+  sluice verify 'data/train.tfrecord-*'
 
 Run `sluice help <COMMAND>` for the options of a command.
 
@@ -34,12 +36,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Cat(cat::CatArgs),
+    Verify(verify::VerifyArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Cat(args) => cat::run(&args),
+        Command::Verify(args) => verify::run(&args),
     };
     match outcome {
         Ok(code) => code,
