@@ -278,14 +278,20 @@ impl<R: Read> TfRecordReader<R> {
                     limit: self.options.max_record_len,
                 });
             }
-            // `length <= max_record_len`, which the caller chose to be allocatable.
-            let data_len = usize::try_from(length).map_err(|_| Error::RecordTooLarge {
-                file: self.name.to_string(),
-                offset: start,
-                index: self.index,
-                length,
-                limit: usize::MAX as u64,
-            })?;
+            // `length <= max_record_len`, which the caller chose to be allocatable. Even with
+            // no limit (`u64::MAX`), the whole record must fit in one buffer: no larger
+            // allocation is possible and `HEADER_LEN + length + FOOTER_LEN` must not overflow.
+            const MAX_DATA_LEN: usize = isize::MAX as usize - HEADER_LEN - FOOTER_LEN;
+            let data_len = usize::try_from(length)
+                .ok()
+                .filter(|&n| n <= MAX_DATA_LEN)
+                .ok_or_else(|| Error::RecordTooLarge {
+                    file: self.name.to_string(),
+                    offset: start,
+                    index: self.index,
+                    length,
+                    limit: MAX_DATA_LEN as u64,
+                })?;
             let total = HEADER_LEN + data_len + FOOTER_LEN;
             self.fill(total)?;
             if self.buf.len() < total {
@@ -460,5 +466,36 @@ impl<R: Read> std::fmt::Debug for TfRecordReader<R> {
             .field("index", &self.index)
             .field("skipped", &self.skipped)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record header claiming `length` bytes, with a valid length checksum.
+    fn header(length: u64) -> Vec<u8> {
+        let len = length.to_le_bytes();
+        let mut h = len.to_vec();
+        h.extend_from_slice(&masked_crc32c(&len).to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn an_absurd_length_without_a_limit_is_an_error_not_a_panic() {
+        // `max_record_len: u64::MAX` switches the limit off; a header claiming (close to)
+        // u64::MAX bytes must still be an error, never an arithmetic overflow.
+        for length in [u64::MAX, u64::MAX - 15, u64::MAX - 16, isize::MAX as u64] {
+            let options = ReaderOptions::default()
+                .with_compression(Compression::None)
+                .with_max_record_len(u64::MAX);
+            let bytes = header(length);
+            let mut reader = TfRecordReader::new(&bytes[..], "t", options);
+            let err = reader.read_record().unwrap_err();
+            assert!(
+                matches!(err, Error::RecordTooLarge { length: l, .. } if l == length),
+                "{length}: {err:?}"
+            );
+        }
     }
 }
