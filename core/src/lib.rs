@@ -1,22 +1,83 @@
-//! `sluice-core`: the Sluice pipeline runtime.
-//!
-//! **Status: not yet implemented.** This crate will hold the host runtime (sources, stages,
-//! the parallel executor, deterministic randomness and per-stage statistics). Until then it
-//! only re-exports the TFRecord and `tf.train.Example` layer from [`sluice_proto`], which is
-//! complete and usable today:
+//! `sluice-core`: the Sluice pipeline runtime — what `tf.data` is, in Rust, reproducible.
 //!
 //! ```
-//! use sluice_core::proto::tfrecord::{Compression, TfRecordReader, TfRecordWriter};
+//! use sluice_core::prelude::*;
 //!
-//! let mut out = Vec::new();
-//! let mut w = TfRecordWriter::new(&mut out, Compression::None).unwrap();
-//! w.write_record(b"hello").unwrap();
-//! w.finish().unwrap();
-//! let records: Vec<_> = TfRecordReader::new(&out[..], "<memory>", Default::default())
-//!     .collect::<Result<_, _>>()
-//!     .unwrap();
-//! assert_eq!(&records[0].data[..], b"hello");
+//! # fn main() -> sluice_core::Result<()> {
+//! // Read TFRecord shards four files at a time, shuffle, parse, map in parallel, batch.
+//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/tfrecord");
+//! let dataset = Dataset::tfrecord([format!("{fixtures}/images.tfrecord-*")])?
+//!     .interleave(InterleaveSpec::new(4).num_parallel(2))
+//!     .shuffle(16)
+//!     .parse_example(ParseExampleSpec::new([
+//!         ("image", FeatureSpec::scalar(FeatureType::String)),
+//!         ("label", FeatureSpec::scalar(FeatureType::Int64)),
+//!     ]))
+//!     .map_with(MapSpec::parallel(2), |element, _rng| Ok(element))
+//!     .batch(8)
+//!     .prefetch(BufferSize::Auto)
+//!     .with_options(Options::default().with_seed(42));
+//!
+//! let mut labels = 0;
+//! for batch in dataset.iter()? {
+//!     let batch = batch?;
+//!     assert_eq!(batch.tensor("image").unwrap().shape(), &[8]);
+//!     labels += batch.tensor("label").unwrap().len();
+//! }
+//! assert_eq!(labels, 32);
+//! println!("{}", dataset.stats().unwrap().report());
+//! # Ok(())
+//! # }
 //! ```
+//!
+//! - [`Element`]s are named [`Tensor`]s (dense) or [`Ragged`] values, with an id and a
+//!   provenance (file, offset); clones share buffers.
+//! - A [`Dataset`] is a definition; [`Dataset::iter`] runs one epoch, pulling through the
+//!   stages. Parallel stages own bounded worker threads; dropping the iterator joins them.
+//! - Randomness is keyed by (seed, epoch, stage, element id) ([`rng`]): a seed fixes every
+//!   batch bit for bit, at any parallelism.
+//! - [`Dataset::stats`] gives per-stage statistics and names the bottleneck.
 #![forbid(unsafe_code)]
 
+mod builder;
+pub mod codec;
+mod dataset;
+pub mod element;
+mod error;
+pub mod executor;
+mod options;
+pub mod rng;
+pub mod sources;
+mod stage;
+pub mod stages;
+pub mod stats;
+mod stream;
+pub mod tensor;
+
+pub use dataset::{Dataset, PipelineIter};
+pub use element::{Element, ElementId, Provenance, Ragged, Value};
+pub use error::{Error, Result};
+pub use options::{ErrorPolicy, Options};
 pub use sluice_proto as proto;
+pub use stage::{BuildContext, Input, NumParallel, Stage};
+pub use stats::{PipelineStats, StageStats};
+pub use stream::{BoxStream, ElementStream, IterStream};
+pub use tensor::{DType, Shape, Shared, Tensor, TensorData};
+
+/// Everything needed to write pipelines.
+pub mod prelude {
+    pub use crate::sources::files::FilesSpec;
+    pub use crate::sources::tfrecord::TfRecordSpec;
+    pub use crate::stages::batch::BatchSpec;
+    pub use crate::stages::cache::CacheSpec;
+    pub use crate::stages::interleave::InterleaveSpec;
+    pub use crate::stages::map::MapSpec;
+    pub use crate::stages::padded_batch::{PadValue, PaddedBatchSpec};
+    pub use crate::stages::parse_example::{FeatureSpec, FeatureType, ParseExampleSpec};
+    pub use crate::stages::prefetch::BufferSize;
+    pub use crate::stages::shuffle::ShuffleSpec;
+    pub use crate::{
+        DType, Dataset, Element, ElementId, ErrorPolicy, NumParallel, Options, Result, Tensor,
+        TensorData, Value,
+    };
+}

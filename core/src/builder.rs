@@ -1,0 +1,256 @@
+//! The tf.data-like builder methods of [`Dataset`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::dataset::Dataset;
+use crate::element::Element;
+use crate::error::Result;
+use crate::rng::ElementRng;
+use crate::sources::files::{FileList, FilesSpec};
+use crate::sources::memory::{FromElements, RangeSpec};
+use crate::sources::tfrecord::TfRecordSpec;
+use crate::stages::batch::BatchSpec;
+use crate::stages::cache::{CacheSpec, CacheStage};
+use crate::stages::concatenate::ConcatenateSpec;
+use crate::stages::interleave::{InterleaveSpec, InterleaveStage};
+use crate::stages::map::{MapSpec, MapStage};
+use crate::stages::padded_batch::PaddedBatchSpec;
+use crate::stages::parse_example::ParseExampleSpec;
+use crate::stages::prefetch::{BufferSize, PrefetchSpec};
+use crate::stages::repeat::RepeatSpec;
+use crate::stages::sample_from::SampleFromSpec;
+use crate::stages::shard::ShardSpec;
+use crate::stages::shuffle::ShuffleSpec;
+use crate::stages::skip::SkipSpec;
+use crate::stages::take::TakeSpec;
+use crate::stages::unbatch::UnbatchSpec;
+use crate::stages::zip::ZipSpec;
+
+/// Sources.
+impl Dataset {
+    /// The files matching glob patterns (or plain paths), sorted per pattern; a pattern that
+    /// matches nothing is an error naming it. Each element holds one `filename`.
+    pub fn files<S: AsRef<str>>(patterns: impl IntoIterator<Item = S>) -> Result<Dataset> {
+        Dataset::files_with(FilesSpec {
+            patterns: patterns
+                .into_iter()
+                .map(|p| p.as_ref().to_string())
+                .collect(),
+            shuffle: false,
+        })
+    }
+
+    /// A file source from its spec (e.g. with `shuffle: true`, reshuffled each epoch).
+    pub fn files_with(spec: FilesSpec) -> Result<Dataset> {
+        Ok(Dataset::from_stage(spec.build_list()?, vec![]))
+    }
+
+    /// Exactly these files, in this order.
+    pub fn file_list(files: Vec<PathBuf>) -> Dataset {
+        Dataset::from_stage(FileList::new(files, false), vec![])
+    }
+
+    /// The records of the TFRecord files matching `patterns` (compression detected), read
+    /// file after file; add [`interleave`](Dataset::interleave) to read several at once.
+    pub fn tfrecord<S: AsRef<str>>(patterns: impl IntoIterator<Item = S>) -> Result<Dataset> {
+        Ok(Dataset::files(patterns)?.read_tfrecord(TfRecordSpec::default()))
+    }
+
+    /// Reads the TFRecord files named by this file-list dataset.
+    pub fn read_tfrecord(&self, spec: TfRecordSpec) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
+    /// Elements held in memory, with ids `0:0`, `0:1`, ...
+    pub fn from_elements(elements: Vec<Element>) -> Dataset {
+        Dataset::from_stage(FromElements::new(elements), vec![])
+    }
+
+    /// `start..end` by 1, as scalar `i64` values named `value`.
+    pub fn range(start: i64, end: i64) -> Dataset {
+        Dataset::from_stage(
+            RangeSpec {
+                start,
+                end,
+                step: 1,
+            },
+            vec![],
+        )
+    }
+}
+
+/// Stages.
+impl Dataset {
+    /// Keeps shard `index` of `num_shards`. On a TFRecord source (before `interleave` or on
+    /// it) the file list is sharded, so each shard reads only its files; otherwise every
+    /// `num_shards`-th element is kept.
+    pub fn shard(&self, num_shards: u64, index: u64) -> Dataset {
+        let spec = ShardSpec { num_shards, index };
+        let reader = self.stage().as_any();
+        if reader.is::<TfRecordSpec>() || reader.is::<InterleaveStage>() {
+            let files = &self.inputs()[0];
+            let sharded = Dataset::from_stage(spec, vec![files.clone()]);
+            return Dataset::from_arc(Arc::clone(self.stage()), vec![sharded]);
+        }
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
+    /// Reads the files of a TFRecord source `cycle_length` at a time (see
+    /// [`InterleaveSpec`]). On any other dataset this is an error when iterated.
+    pub fn interleave(&self, spec: InterleaveSpec) -> Dataset {
+        let any = self.stage().as_any();
+        let reader = any.downcast_ref::<TfRecordSpec>().cloned().or_else(|| {
+            any.downcast_ref::<InterleaveStage>()
+                .map(|i| i.reader.clone())
+        });
+        match reader {
+            Some(reader) => Dataset::from_stage(
+                InterleaveStage { spec, reader },
+                vec![self.inputs()[0].clone()],
+            ),
+            None => Dataset::from_stage(
+                crate::stages::map::MapStage::new(
+                    "interleave",
+                    MapSpec::default(),
+                    Arc::new(|_, _| {
+                        Err(crate::Error::invalid(
+                            "interleave applies to a TFRecord source (Dataset::tfrecord or read_tfrecord)",
+                        ))
+                    }),
+                    "invalid-interleave",
+                ),
+                vec![self.clone()],
+            ),
+        }
+    }
+
+    /// Parses `tf.train.Example` records (see [`ParseExampleSpec`]).
+    pub fn parse_example(&self, spec: ParseExampleSpec) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
+    /// Applies `f` to every element (sequentially; see [`Dataset::map_with`]).
+    pub fn map<F>(&self, f: F) -> Dataset
+    where
+        F: Fn(Element) -> Result<Element> + Send + Sync + 'static,
+    {
+        self.map_with(MapSpec::default(), move |e, _| f(e))
+    }
+
+    /// Applies `f` to every element with `spec.num_parallel` threads. `f` receives the
+    /// element's RNG, keyed by (seed, epoch, stage, element id): random transforms are
+    /// reproducible at any parallelism.
+    pub fn map_with<F>(&self, spec: MapSpec, f: F) -> Dataset
+    where
+        F: Fn(Element, &mut ElementRng) -> Result<Element> + Send + Sync + 'static,
+    {
+        let label = std::any::type_name::<F>();
+        Dataset::from_stage(
+            MapStage::new("map", spec, Arc::new(move |e, r| f(e, r).map(Some)), label),
+            vec![self.clone()],
+        )
+    }
+
+    /// Keeps the elements for which `f` is true.
+    pub fn filter<F>(&self, f: F) -> Dataset
+    where
+        F: Fn(&Element) -> Result<bool> + Send + Sync + 'static,
+    {
+        self.filter_with(MapSpec::default(), move |e, _| f(e))
+    }
+
+    /// [`Dataset::filter`] with threads and the element RNG.
+    pub fn filter_with<F>(&self, spec: MapSpec, f: F) -> Dataset
+    where
+        F: Fn(&Element, &mut ElementRng) -> Result<bool> + Send + Sync + 'static,
+    {
+        let label = std::any::type_name::<F>();
+        Dataset::from_stage(
+            MapStage::new(
+                "filter",
+                spec,
+                Arc::new(move |e, r| Ok(if f(&e, r)? { Some(e) } else { None })),
+                label,
+            ),
+            vec![self.clone()],
+        )
+    }
+
+    /// Shuffles through a buffer of `buffer_size` elements, reshuffling each epoch.
+    pub fn shuffle(&self, buffer_size: usize) -> Dataset {
+        self.shuffle_with(ShuffleSpec::new(buffer_size))
+    }
+
+    /// Shuffles as `spec` says.
+    pub fn shuffle_with(&self, spec: ShuffleSpec) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
+    /// Repeats `count` times (`None`: forever).
+    pub fn repeat(&self, count: Option<u64>) -> Dataset {
+        Dataset::from_stage(RepeatSpec { count }, vec![self.clone()])
+    }
+
+    /// The first `count` elements.
+    pub fn take(&self, count: u64) -> Dataset {
+        Dataset::from_stage(TakeSpec { count }, vec![self.clone()])
+    }
+
+    /// All but the first `count` elements.
+    pub fn skip(&self, count: u64) -> Dataset {
+        Dataset::from_stage(SkipSpec { count }, vec![self.clone()])
+    }
+
+    /// Batches of `batch_size` (the last may be smaller).
+    pub fn batch(&self, batch_size: usize) -> Dataset {
+        self.batch_with(BatchSpec::new(batch_size))
+    }
+
+    /// Batches as `spec` says.
+    pub fn batch_with(&self, spec: BatchSpec) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
+    /// Batches padded to a common shape.
+    pub fn padded_batch(&self, spec: PaddedBatchSpec) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
+    /// Splits batches back into elements.
+    pub fn unbatch(&self) -> Dataset {
+        Dataset::from_stage(UnbatchSpec {}, vec![self.clone()])
+    }
+
+    /// Zips datasets (values merged by name; ends with the shortest).
+    pub fn zip(datasets: Vec<Dataset>) -> Dataset {
+        Dataset::from_stage(ZipSpec {}, datasets)
+    }
+
+    /// This dataset, then `other`.
+    pub fn concatenate(&self, other: &Dataset) -> Dataset {
+        Dataset::from_stage(ConcatenateSpec {}, vec![self.clone(), other.clone()])
+    }
+
+    /// Draws from `datasets` at random with `weights` (seeded by the pipeline's seed).
+    pub fn sample_from(datasets: Vec<Dataset>, weights: Vec<f64>) -> Dataset {
+        Dataset::from_stage(
+            SampleFromSpec {
+                weights,
+                seed: None,
+                stop_on_empty: false,
+            },
+            datasets,
+        )
+    }
+
+    /// Caches the first complete pass (see [`CacheSpec`]).
+    pub fn cache(&self, spec: CacheSpec) -> Dataset {
+        Dataset::from_stage(CacheStage::new(spec), vec![self.clone()])
+    }
+
+    /// Prefetches on a dedicated thread.
+    pub fn prefetch(&self, buffer_size: BufferSize) -> Dataset {
+        Dataset::from_stage(PrefetchSpec { buffer_size }, vec![self.clone()])
+    }
+}

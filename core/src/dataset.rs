@@ -1,0 +1,255 @@
+//! `Dataset`: the pipeline builder, and iteration.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::executor::shutdown::{Shutdown, ShutdownTrigger};
+use crate::options::Options;
+use crate::stage::{RunShared, Stage, build_node};
+use crate::stats::{PipelineStats, StatsRegistry};
+use crate::stream::BoxStream;
+
+/// A pipeline definition: a stage and its inputs. Cheap to clone (shared), immutable;
+/// builder methods return new datasets. [`Dataset::iter`] runs it, one epoch per call.
+///
+/// See the [crate documentation](crate) for an example.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    node: Arc<Node>,
+}
+
+#[derive(Debug)]
+struct Node {
+    stage: Arc<dyn Stage>,
+    inputs: Vec<Dataset>,
+    options: Option<Options>,
+    state: Arc<RunState>,
+}
+
+/// State kept across iterations of one dataset.
+#[derive(Debug, Default)]
+struct RunState {
+    epoch: AtomicU64,
+    seed: Mutex<Option<u64>>,
+    last: Mutex<Option<Arc<StatsRegistry>>>,
+}
+
+impl Dataset {
+    /// A dataset from a stage and its inputs (how every builder method and source is made;
+    /// use it for stages of your own).
+    pub fn from_stage(stage: impl Stage, inputs: Vec<Dataset>) -> Dataset {
+        Dataset::from_arc(Arc::new(stage), inputs)
+    }
+
+    pub(crate) fn from_arc(stage: Arc<dyn Stage>, inputs: Vec<Dataset>) -> Dataset {
+        // Options set on an input carry over, as with tf.data's `with_options`.
+        let options = inputs.iter().find_map(|d| d.node.options.clone());
+        Dataset {
+            node: Arc::new(Node {
+                stage,
+                inputs,
+                options,
+                state: Arc::default(),
+            }),
+        }
+    }
+
+    /// This dataset with `options` (seed, budgets, error policy) for its whole pipeline.
+    pub fn with_options(&self, options: Options) -> Dataset {
+        Dataset {
+            node: Arc::new(Node {
+                stage: Arc::clone(&self.node.stage),
+                inputs: self.node.inputs.clone(),
+                options: Some(options),
+                state: Arc::default(),
+            }),
+        }
+    }
+
+    /// The options in force (the defaults if none were set).
+    pub fn options(&self) -> Options {
+        self.node.options.clone().unwrap_or_default()
+    }
+
+    /// The stage at the top of this dataset.
+    pub fn stage(&self) -> &Arc<dyn Stage> {
+        &self.node.stage
+    }
+
+    /// The inputs of the top stage.
+    pub fn inputs(&self) -> &[Dataset] {
+        &self.node.inputs
+    }
+
+    pub(crate) fn node_key(&self) -> usize {
+        Arc::as_ptr(&self.node) as *const () as usize
+    }
+
+    /// The seed in use: the configured one, or the one drawn at the first iteration.
+    pub fn seed(&self) -> Option<u64> {
+        self.node.options.as_ref().and_then(|o| o.seed).or(*self
+            .node
+            .state
+            .seed
+            .lock()
+            .expect("seed lock"))
+    }
+
+    /// A fingerprint of the pipeline definition up to and including this stage: changes
+    /// whenever a stage or parameter changes.
+    pub fn fingerprint(&self) -> String {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        fn walk(d: &Dataset, h: &mut sha2::Sha256) {
+            h.update(d.stage().name().as_bytes());
+            h.update([0]);
+            h.update(d.stage().fingerprint().as_bytes());
+            h.update([0]);
+            for i in d.inputs() {
+                h.update(b"(");
+                walk(i, h);
+                h.update(b")");
+            }
+        }
+        walk(self, &mut h);
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Starts a new epoch: builds every stage and returns the iterator of its elements.
+    /// Iterating again starts the next epoch (reshuffling where asked). Dropping the
+    /// iterator stops and joins every thread the pipeline started.
+    pub fn iter(&self) -> Result<PipelineIter> {
+        let options = self.options();
+        let seed = {
+            let mut drawn = self.node.state.seed.lock().expect("seed lock");
+            match options.seed {
+                Some(s) => s,
+                None => *drawn.get_or_insert_with(random_seed),
+            }
+        };
+        let epoch = self.node.state.epoch.fetch_add(1, Ordering::Relaxed);
+        let (trigger, shutdown) = Shutdown::new();
+        let stats = Arc::new(StatsRegistry::new());
+        let mut indices = HashMap::new();
+        index_nodes(self, &mut indices, &mut 0);
+        let shared = Arc::new(RunShared {
+            seed,
+            options,
+            shutdown,
+            stats: Arc::clone(&stats),
+            indices,
+        });
+        *self.node.state.last.lock().expect("stats lock") = Some(Arc::clone(&stats));
+        let stream = build_node(self, &shared, epoch)?;
+        Ok(PipelineIter {
+            stream: Some(stream),
+            stats,
+            done: false,
+            _trigger: trigger,
+        })
+    }
+
+    /// Statistics of the latest iteration (live while it runs).
+    pub fn stats(&self) -> Option<PipelineStats> {
+        self.node
+            .state
+            .last
+            .lock()
+            .expect("stats lock")
+            .as_ref()
+            .map(|s| s.snapshot())
+    }
+
+    /// Runs one epoch and collects its elements (stops at the first error).
+    pub fn collect(&self) -> Result<Vec<Element>> {
+        self.iter()?.collect()
+    }
+}
+
+/// Numbers the stages: inputs before the stages that consume them (post-order).
+fn index_nodes(d: &Dataset, indices: &mut HashMap<usize, usize>, next: &mut usize) {
+    if indices.contains_key(&d.node_key()) {
+        return;
+    }
+    for i in d.inputs() {
+        index_nodes(i, indices, next);
+    }
+    indices.insert(d.node_key(), *next);
+    *next += 1;
+}
+
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// The iterator of one epoch. Ends at the first error (which it yields) or at the end.
+/// Dropping it stops and joins the pipeline's threads.
+pub struct PipelineIter {
+    stream: Option<BoxStream>,
+    stats: Arc<StatsRegistry>,
+    done: bool,
+    // Dropped after `stream` (fields drop in order): first the streams stop and join their
+    // threads, and the trigger is set first in `drop` so blocked threads wake at once.
+    _trigger: ShutdownTrigger,
+}
+
+impl PipelineIter {
+    /// Statistics of this run so far.
+    pub fn stats(&self) -> PipelineStats {
+        self.stats.snapshot()
+    }
+}
+
+impl Iterator for PipelineIter {
+    type Item = Result<Element>;
+
+    fn next(&mut self) -> Option<Result<Element>> {
+        if self.done {
+            return None;
+        }
+        let item = self.stream.as_mut()?.next();
+        match &item {
+            Some(Ok(_)) => self.stats.produced(),
+            Some(Err(_)) | None => {
+                self.done = true;
+                // Stop the threads now rather than when the iterator is dropped.
+                self.stream = None;
+            }
+        }
+        item
+    }
+}
+
+impl Drop for PipelineIter {
+    fn drop(&mut self) {
+        self._trigger.fire();
+        self.stream = None;
+    }
+}
+
+impl std::fmt::Debug for PipelineIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipelineIter")
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Error {
+    /// Whether this error came from a stage (rather than from building the pipeline).
+    pub fn is_stage_error(&self) -> bool {
+        matches!(self, Error::Stage { .. })
+    }
+}

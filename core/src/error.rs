@@ -1,0 +1,129 @@
+//! The one error type of `sluice-core`.
+
+use std::path::PathBuf;
+
+use crate::element::{ElementId, Provenance};
+
+/// Everything that can go wrong in a pipeline.
+///
+/// Errors raised while processing an element travel down the stream wrapped in
+/// [`Error::Stage`], which names the stage, the element's id and its provenance (file and
+/// byte offset), so a failure can always be traced to the record that caused it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading or decoding TFRecord data failed (the message names the file and offset).
+    #[error(transparent)]
+    Proto(#[from] sluice_proto::Error),
+    /// A file pattern matched nothing.
+    #[error("no file matches the pattern {pattern:?}")]
+    NoMatch {
+        /// The pattern as given.
+        pattern: String,
+    },
+    /// A glob pattern is malformed.
+    #[error("invalid file pattern {pattern:?}: {message}")]
+    Pattern {
+        /// The pattern as given.
+        pattern: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A file-system operation failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An argument or a configuration value is invalid.
+    #[error("{0}")]
+    Invalid(String),
+    /// An element does not match what a stage expects; worded as TensorFlow words it where
+    /// TensorFlow has a message for it (e.g. `Feature: label (data type: int64) is required
+    /// but could not be found.`).
+    #[error("{0}")]
+    Data(String),
+    /// An error from user code (a `map` or `filter` closure).
+    #[error("{0}")]
+    User(Box<dyn std::error::Error + Send + Sync>),
+    /// A disk cache problem (locked by another writer, or made by a different pipeline).
+    #[error("cache {}: {message}", path.display())]
+    Cache {
+        /// The cache file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The RAM budget does not allow what the pipeline asks for.
+    #[error("RAM budget exceeded: {0}")]
+    RamBudget(String),
+    /// An error raised by a stage while processing an element, with its context.
+    #[error("{stage}: {}: {source}", describe(*.element, .provenance.as_ref()))]
+    Stage {
+        /// The stage's name and index in the pipeline, e.g. `parse_example#2`.
+        stage: String,
+        /// The element being processed.
+        element: Option<ElementId>,
+        /// Where that element came from.
+        provenance: Option<Provenance>,
+        /// The error.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A worker thread panicked (a bug in a closure); the pipeline stops.
+    #[error("{stage}: a worker panicked: {message}")]
+    Panic {
+        /// The stage.
+        stage: String,
+        /// The panic's message.
+        message: String,
+    },
+}
+
+fn describe(element: Option<ElementId>, provenance: Option<&Provenance>) -> String {
+    match (element, provenance) {
+        (Some(id), Some(p)) => format!("element {id} ({p})"),
+        (Some(id), None) => format!("element {id}"),
+        (None, Some(p)) => format!("{p}"),
+        (None, None) => "stream".to_string(),
+    }
+}
+
+impl Error {
+    /// An [`Error::Invalid`].
+    pub fn invalid(message: impl Into<String>) -> Error {
+        Error::Invalid(message.into())
+    }
+
+    /// An [`Error::Data`].
+    pub fn data(message: impl Into<String>) -> Error {
+        Error::Data(message.into())
+    }
+
+    /// An [`Error::User`] from any error or message.
+    pub fn user(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
+        Error::User(error.into())
+    }
+
+    /// The innermost error, below any [`Error::Stage`] context.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Stage { source, .. } => source.root(),
+            other => other,
+        }
+    }
+
+    /// The element the error is about, if known.
+    pub fn element(&self) -> Option<ElementId> {
+        match self {
+            Error::Stage { element, .. } => *element,
+            _ => None,
+        }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,5 @@
+//! The executor: worker threads, bounded channels, ordered reassembly, shutdown.
+
+pub(crate) mod parallel;
+pub(crate) mod prefetch;
+pub mod shutdown;

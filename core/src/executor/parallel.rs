@@ -1,0 +1,305 @@
+//! The parallel element executor: a dispatcher thread pulls from upstream, worker threads
+//! apply a function to chunks of elements, and the consumer reassembles results in input
+//! order (`deterministic`) or takes them as they finish.
+//!
+//! Memory is bounded: at most `max_in_flight` chunks exist between the dispatcher and the
+//! consumer (a permit is taken per chunk and returned when the consumer takes it).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::stage::BuildContext;
+use crate::stream::{BoxStream, ElementStream};
+
+/// The function a parallel stage applies to each element: `Ok(None)` drops the element
+/// (filter), errors are wrapped with the stage's context and the error policy applied.
+pub(crate) type WorkFn = Arc<dyn Fn(Element) -> Result<Option<Element>> + Send + Sync>;
+
+/// Target work per chunk: chunks grow until one takes about this long, so cheap functions
+/// are not dominated by channel traffic and expensive ones still spread over the workers.
+const CHUNK_TARGET: Duration = Duration::from_micros(200);
+const MAX_CHUNK: usize = 256;
+
+struct Job {
+    seq: u64,
+    items: Vec<Result<Element>>,
+}
+
+struct Done {
+    seq: u64,
+    items: Vec<Result<Element>>,
+}
+
+/// The running parallel stage (consumer side).
+pub(crate) struct ParallelStream {
+    results: Receiver<Done>,
+    permits: Sender<()>,
+    stop: Option<Sender<()>>,
+    shutdown: crate::executor::shutdown::Shutdown,
+    deterministic: bool,
+    next_seq: u64,
+    reorder: BTreeMap<u64, Vec<Result<Element>>>,
+    ready: VecDeque<Result<Element>>,
+    threads: Vec<JoinHandle<()>>,
+    ctx: BuildContext,
+    max_in_flight: usize,
+    finished: bool,
+}
+
+impl ParallelStream {
+    /// Starts `workers` threads applying `f` to the elements of `upstream`.
+    pub(crate) fn start(
+        upstream: BoxStream,
+        f: WorkFn,
+        workers: usize,
+        deterministic: bool,
+        ctx: &BuildContext,
+    ) -> ParallelStream {
+        let workers = workers.max(1);
+        let max_in_flight = workers * 4;
+        let (permit_tx, permit_rx) = bounded(max_in_flight);
+        for _ in 0..max_in_flight {
+            permit_tx.send(()).expect("room for every permit");
+        }
+        let (job_tx, job_rx) = unbounded::<Job>();
+        let (done_tx, done_rx) = unbounded::<Done>();
+        let (stop_tx, stop_rx) = bounded::<()>(0);
+        let avg_ns = Arc::new(AtomicU64::new(0));
+        ctx.metrics().set_workers(workers);
+
+        let mut threads = Vec::with_capacity(workers + 1);
+        {
+            let ctx = ctx.clone();
+            let stop_rx = stop_rx.clone();
+            let avg_ns = Arc::clone(&avg_ns);
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("sluice-{}-in", ctx.stage_label()))
+                    .spawn(move || dispatch(upstream, job_tx, permit_rx, stop_rx, avg_ns, ctx))
+                    .expect("spawn dispatcher thread"),
+            );
+        }
+        for w in 0..workers {
+            let ctx = ctx.clone();
+            let job_rx = job_rx.clone();
+            let done_tx = done_tx.clone();
+            let f = Arc::clone(&f);
+            let avg_ns = Arc::clone(&avg_ns);
+            let stop_rx = stop_rx.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("sluice-{}-w{w}", ctx.stage_label()))
+                    .spawn(move || work(job_rx, done_tx, f, avg_ns, stop_rx, ctx))
+                    .expect("spawn worker thread"),
+            );
+        }
+        ParallelStream {
+            results: done_rx,
+            permits: permit_tx,
+            stop: Some(stop_tx),
+            shutdown: ctx.shutdown().clone(),
+            deterministic,
+            next_seq: 0,
+            reorder: BTreeMap::new(),
+            ready: VecDeque::new(),
+            threads,
+            ctx: ctx.clone(),
+            max_in_flight,
+            finished: false,
+        }
+    }
+
+    fn accept(&mut self, done: Done) {
+        if self.deterministic {
+            self.reorder.insert(done.seq, done.items);
+            while let Some(items) = self.reorder.remove(&self.next_seq) {
+                self.next_seq += 1;
+                self.ready.extend(items);
+                let _ = self.permits.try_send(());
+            }
+        } else {
+            self.ready.extend(done.items);
+            let _ = self.permits.try_send(());
+        }
+        self.ctx
+            .metrics()
+            .sample_buffer(self.max_in_flight - self.permits.len(), self.max_in_flight);
+    }
+}
+
+impl ElementStream for ParallelStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            if let Some(item) = self.ready.pop_front() {
+                return Some(item);
+            }
+            if self.finished {
+                return None;
+            }
+            select! {
+                recv(self.results) -> msg => match msg {
+                    Ok(done) => self.accept(done),
+                    Err(_) => {
+                        // Every worker has finished: the rest is in order already.
+                        self.finished = true;
+                        let rest = std::mem::take(&mut self.reorder);
+                        for (_, items) in rest {
+                            self.ready.extend(items);
+                        }
+                    }
+                },
+                recv(self.shutdown.channel()) -> _ => return None,
+            }
+        }
+    }
+}
+
+impl Drop for ParallelStream {
+    fn drop(&mut self) {
+        // Disconnect the stop channel: the dispatcher and workers leave their loops.
+        self.stop = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn dispatch(
+    mut upstream: BoxStream,
+    jobs: Sender<Job>,
+    permits: Receiver<()>,
+    stop: Receiver<()>,
+    avg_ns: Arc<AtomicU64>,
+    ctx: BuildContext,
+) {
+    let shutdown = ctx.shutdown().clone();
+    let mut seq = 0u64;
+    let mut ended = false;
+    while !ended {
+        let t = Instant::now();
+        select! {
+            recv(permits) -> p => if p.is_err() { return },
+            recv(stop) -> _ => return,
+            recv(shutdown.channel()) -> _ => return,
+        }
+        ctx.metrics().add_wait_downstream(t.elapsed());
+        let avg = avg_ns.load(Relaxed).max(1);
+        let chunk = ((CHUNK_TARGET.as_nanos() as u64 / avg) as usize).clamp(1, MAX_CHUNK);
+        let mut items = Vec::with_capacity(chunk);
+        let t = Instant::now();
+        while items.len() < chunk {
+            match upstream.next() {
+                Some(item) => {
+                    let is_err = item.is_err();
+                    items.push(item);
+                    if is_err {
+                        // Hand errors on promptly, in order.
+                        break;
+                    }
+                }
+                None => {
+                    ended = true;
+                    break;
+                }
+            }
+            if shutdown.is_set() {
+                return;
+            }
+        }
+        ctx.metrics().add_wait_upstream(t.elapsed());
+        if items.is_empty() {
+            break;
+        }
+        if jobs.send(Job { seq, items }).is_err() {
+            return;
+        }
+        seq += 1;
+    }
+}
+
+fn work(
+    jobs: Receiver<Job>,
+    done: Sender<Done>,
+    f: WorkFn,
+    avg_ns: Arc<AtomicU64>,
+    stop: Receiver<()>,
+    ctx: BuildContext,
+) {
+    let shutdown = ctx.shutdown().clone();
+    loop {
+        let t = Instant::now();
+        let job = select! {
+            recv(jobs) -> j => match j { Ok(j) => j, Err(_) => return },
+            recv(stop) -> _ => return,
+            recv(shutdown.channel()) -> _ => return,
+        };
+        ctx.metrics().add_wait_upstream(t.elapsed());
+        let start = Instant::now();
+        let n = job.items.len() as u64;
+        let mut out = Vec::with_capacity(job.items.len());
+        for item in job.items {
+            match item {
+                Err(e) => out.push(Err(e)),
+                Ok(element) => match apply(&f, element, &ctx) {
+                    Ok(Some(e)) => out.push(Ok(e)),
+                    Ok(None) => {}
+                    Err(e) => {
+                        if let Some(e) = ctx.on_error(e) {
+                            out.push(Err(e));
+                        }
+                    }
+                },
+            }
+        }
+        let elapsed = start.elapsed();
+        ctx.metrics().add_busy(elapsed);
+        // A running average of the time per element, which sizes the chunks.
+        let per = elapsed.as_nanos() as u64 / n.max(1);
+        let old = avg_ns.load(Relaxed);
+        avg_ns.store(if old == 0 { per } else { (old * 7 + per) / 8 }, Relaxed);
+        if done
+            .send(Done {
+                seq: job.seq,
+                items: out,
+            })
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Applies `f` to one element, wrapping its error (or panic) with the stage's context.
+pub(crate) fn apply(f: &WorkFn, element: Element, ctx: &BuildContext) -> Result<Option<Element>> {
+    let id = element.id();
+    let provenance = element.provenance().cloned();
+    let wrap = |e: Error| Error::Stage {
+        stage: ctx.stage_label(),
+        element: Some(id),
+        provenance: provenance.clone(),
+        source: Box::new(e),
+    };
+    match catch_unwind(AssertUnwindSafe(|| f(element))) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(wrap(e)),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic".to_string());
+            Err(wrap(Error::Panic {
+                stage: ctx.stage_label(),
+                message,
+            }))
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Pipeline-wide options: seed, CPU and RAM budgets, error policy.
+
+use serde::{Deserialize, Serialize};
+
+/// What a pipeline does with an element that fails in a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorPolicy {
+    /// The error travels down the stream and ends the iteration (the default).
+    #[default]
+    Fail,
+    /// The failing element is dropped where it failed, counted in that stage's `skipped`
+    /// statistic, and the pipeline goes on. (A TFRecord file with a bad length checksum or a
+    /// truncated record cannot be read past that point: the rest of that file is skipped and
+    /// counted as one skip.)
+    Skip,
+}
+
+/// Options of a pipeline run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Options {
+    /// The seed of every random decision. `None`: a random seed is drawn when the dataset is
+    /// first iterated ([`crate::Dataset::seed`] tells which), as tf.data does without a seed.
+    pub seed: Option<u64>,
+    /// The most worker threads any one stage may use, and the default for `num_parallel =
+    /// auto`. Default: the number of CPUs.
+    pub cpu_budget: usize,
+    /// Memory the pipeline's buffers and caches may hold, in bytes. Default: half the
+    /// machine's memory. Buffers are sized within it; an in-memory cache that would exceed
+    /// it fails with [`crate::Error::RamBudget`] instead of exhausting the machine.
+    pub ram_budget_bytes: u64,
+    /// What a failing element does. Default: fail.
+    pub error_policy: ErrorPolicy,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            seed: None,
+            cpu_budget: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            ram_budget_bytes: physical_memory() / 2,
+            error_policy: ErrorPolicy::Fail,
+        }
+    }
+}
+
+impl Options {
+    /// These options with a fixed seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// These options with `cpu_budget`.
+    pub fn with_cpu_budget(mut self, n: usize) -> Self {
+        self.cpu_budget = n.max(1);
+        self
+    }
+
+    /// These options with `ram_budget_bytes`.
+    pub fn with_ram_budget(mut self, bytes: u64) -> Self {
+        self.ram_budget_bytes = bytes;
+        self
+    }
+
+    /// These options with `error_policy`.
+    pub fn with_error_policy(mut self, policy: ErrorPolicy) -> Self {
+        self.error_policy = policy;
+        self
+    }
+}
+
+/// Physical memory in bytes (Linux: `/proc/meminfo`; elsewhere 8 GiB is assumed).
+fn physical_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(8 << 30)
+}

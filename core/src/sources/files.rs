@@ -1,0 +1,130 @@
+//! `files`: a list of files from glob patterns or paths, optionally shuffled per epoch.
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+
+use crate::element::{Element, ElementId};
+use crate::error::{Error, Result};
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, IterStream};
+use crate::tensor::Tensor;
+
+/// The name of the value a file-list element holds: the path, as a byte string.
+pub const FILENAME: &str = "filename";
+
+/// What the user writes for a file source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilesSpec {
+    /// Glob patterns or plain paths. Every one must match at least one file.
+    pub patterns: Vec<String>,
+    /// Shuffle the file list (seeded by the pipeline's seed and the epoch) each epoch, as
+    /// `list_files(shuffle=True)` does. Default: false (sorted order).
+    #[serde(default)]
+    pub shuffle: bool,
+}
+
+impl FilesSpec {
+    /// Expands the patterns: each pattern's matches sorted, duplicates removed, in pattern
+    /// order. A pattern matching nothing is an error naming it.
+    pub fn resolve(&self) -> Result<Vec<PathBuf>> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for pattern in &self.patterns {
+            let paths = glob::glob(pattern).map_err(|e| Error::Pattern {
+                pattern: pattern.clone(),
+                message: e.to_string(),
+            })?;
+            let mut matched = Vec::new();
+            for p in paths {
+                let p = p.map_err(|e| Error::Io {
+                    path: e.path().to_path_buf(),
+                    source: std::io::Error::new(e.error().kind(), e.error().to_string()),
+                })?;
+                if p.is_file() {
+                    matched.push(p);
+                }
+            }
+            if matched.is_empty() {
+                return Err(Error::NoMatch {
+                    pattern: pattern.clone(),
+                });
+            }
+            matched.sort();
+            for p in matched {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Resolves the patterns now into a [`FileList`] stage.
+    pub fn build_list(&self) -> Result<FileList> {
+        Ok(FileList {
+            files: Arc::new(self.resolve()?),
+            shuffle: self.shuffle,
+        })
+    }
+}
+
+/// A resolved file list: yields one element per file with the path as [`FILENAME`]; the
+/// element id's source is the file's position in the list.
+#[derive(Debug, Clone)]
+pub struct FileList {
+    files: Arc<Vec<PathBuf>>,
+    shuffle: bool,
+}
+
+impl FileList {
+    /// A list of exactly these files.
+    pub fn new(files: Vec<PathBuf>, shuffle: bool) -> Self {
+        FileList {
+            files: Arc::new(files),
+            shuffle,
+        }
+    }
+
+    /// The files, in their unshuffled order.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+}
+
+impl Stage for FileList {
+    fn name(&self) -> &'static str {
+        "files"
+    }
+
+    fn build(&self, _inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let mut order: Vec<usize> = (0..self.files.len()).collect();
+        if self.shuffle {
+            order.shuffle(&mut ctx.stream_key().rng());
+        }
+        let files = Arc::clone(&self.files);
+        Ok(Box::new(IterStream(order.into_iter().map(move |i| {
+            let path = files[i].to_string_lossy().into_owned();
+            Ok(Element::new(ElementId::new(i as u64, 0))
+                .with(FILENAME, Tensor::scalar_bytes(Bytes::from(path))))
+        }))))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The path held by a file-list element.
+pub fn filename_of(element: &Element) -> Result<String> {
+    let t = element
+        .tensor(FILENAME)
+        .and_then(|t| t.as_bytes_list())
+        .and_then(|v| v.first())
+        .ok_or_else(|| Error::data(format!("element has no `{FILENAME}` value")))?;
+    Ok(String::from_utf8_lossy(t).into_owned())
+}

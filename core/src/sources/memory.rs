@@ -1,0 +1,117 @@
+//! In-memory sources: a list of elements, and `range`.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::{Element, ElementId};
+use crate::error::Result;
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, IterStream};
+use crate::tensor::Tensor;
+
+/// A source of elements held in memory. Ids are their positions (source 0), unless the
+/// elements already carry ids (`keep_ids`).
+#[derive(Debug, Clone)]
+pub struct FromElements {
+    elements: Arc<Vec<Element>>,
+    keep_ids: bool,
+}
+
+impl FromElements {
+    /// A source yielding `elements` in order, with ids `0:0`, `0:1`, ...
+    pub fn new(elements: Vec<Element>) -> Self {
+        FromElements {
+            elements: Arc::new(elements),
+            keep_ids: false,
+        }
+    }
+
+    /// A source yielding `elements` with the ids they carry.
+    pub fn with_ids(elements: Vec<Element>) -> Self {
+        FromElements {
+            elements: Arc::new(elements),
+            keep_ids: true,
+        }
+    }
+}
+
+impl Stage for FromElements {
+    fn name(&self) -> &'static str {
+        "from_elements"
+    }
+
+    fn build(&self, _inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
+        let elements = Arc::clone(&self.elements);
+        let keep = self.keep_ids;
+        Ok(Box::new(IterStream((0..elements.len()).map(move |i| {
+            let mut e = elements[i].clone();
+            if !keep {
+                e.set_id(ElementId::new(0, i as u64));
+            }
+            Ok(e)
+        }))))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn fingerprint(&self) -> String {
+        // Elements are data, not definition: fingerprint their count and contents' shape.
+        let sum: usize = self.elements.iter().map(|e| e.nbytes()).sum();
+        format!(
+            "from_elements(n={}, bytes={sum}, first={:?})",
+            self.elements.len(),
+            self.elements.first()
+        )
+    }
+}
+
+/// `range(start, end, step)`: elements with one scalar `i64` named `value`
+/// (`tf.data.Dataset.range`). The id of each is its position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RangeSpec {
+    /// First value.
+    pub start: i64,
+    /// End (exclusive).
+    pub end: i64,
+    /// Step (non-zero; negative counts down).
+    #[serde(default = "one")]
+    pub step: i64,
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// The name of the value `range` yields.
+pub const RANGE_VALUE: &str = "value";
+
+impl Stage for RangeSpec {
+    fn name(&self) -> &'static str {
+        "range"
+    }
+
+    fn build(&self, _inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
+        if self.step == 0 {
+            return Err(crate::Error::invalid("range: step must not be 0"));
+        }
+        let RangeSpec { start, end, step } = *self;
+        let n = if (step > 0 && end > start) || (step < 0 && end < start) {
+            ((end - start).unsigned_abs() - 1) / step.unsigned_abs() + 1
+        } else {
+            0
+        };
+        Ok(Box::new(IterStream((0..n).map(move |i| {
+            let v = start + i as i64 * step;
+            Ok(Element::new(ElementId::new(0, i)).with(RANGE_VALUE, Tensor::scalar_i64(v)))
+        }))))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

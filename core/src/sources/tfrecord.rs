@@ -1,0 +1,183 @@
+//! `tfrecord`: records of TFRecord files, read file after file.
+
+use std::any::Any;
+use std::fs::File;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sluice_proto::tfrecord::{Compression, CorruptionPolicy, ReaderOptions, TfRecordReader};
+
+use crate::element::{Element, ElementId, Provenance};
+use crate::error::{Error, Result};
+use crate::options::ErrorPolicy;
+use crate::sources::files::filename_of;
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// Reads TFRecord files (`tf.data.TFRecordDataset`): each record becomes an element with
+/// one scalar byte string named [`crate::element::RECORD`], id (file index, record index)
+/// and provenance (file, offset). Its input is a file list; `interleave` reads several
+/// files at once instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TfRecordSpec {
+    /// `auto` (default), `none`, `gzip` or `zlib`.
+    #[serde(with = "compression_str")]
+    pub compression: Compression,
+    /// Largest record accepted, in bytes (default 1 GiB).
+    pub max_record_len: u64,
+    /// Read-ahead buffer per open file, in bytes (default 256 KiB).
+    pub buffer_size: usize,
+}
+
+impl Default for TfRecordSpec {
+    fn default() -> Self {
+        let d = ReaderOptions::default();
+        TfRecordSpec {
+            compression: d.compression,
+            max_record_len: d.max_record_len,
+            buffer_size: d.buffer_size,
+        }
+    }
+}
+
+pub(crate) mod compression_str {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use sluice_proto::tfrecord::Compression;
+
+    pub(crate) fn serialize<S: Serializer>(c: &Compression, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(c.name())
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Compression, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl TfRecordSpec {
+    /// Opens one file as a stream of record elements. `file_index` becomes the source of the
+    /// element ids.
+    pub fn open_file(&self, path: &str, file_index: u64, ctx: &BuildContext) -> Result<BoxStream> {
+        let skip = ctx.error_policy() == ErrorPolicy::Skip;
+        let options = ReaderOptions {
+            compression: self.compression,
+            max_record_len: self.max_record_len,
+            on_corruption: if skip {
+                CorruptionPolicy::SkipBadData
+            } else {
+                CorruptionPolicy::Fail
+            },
+            buffer_size: self.buffer_size,
+        };
+        let reader = TfRecordReader::open(path, options).map_err(Error::from)?;
+        Ok(Box::new(FileRecords {
+            reader,
+            file: Arc::from(path),
+            file_index,
+            skipped: 0,
+            ctx: ctx.clone(),
+        }))
+    }
+}
+
+struct FileRecords {
+    reader: TfRecordReader<File>,
+    file: Arc<str>,
+    file_index: u64,
+    skipped: u64,
+    ctx: BuildContext,
+}
+
+impl ElementStream for FileRecords {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            let item = self.reader.read_record();
+            let skipped = self.reader.skipped();
+            if skipped > self.skipped {
+                self.ctx.metrics().add_skipped(skipped - self.skipped);
+                self.skipped = skipped;
+            }
+            return match item {
+                Ok(Some(record)) => {
+                    self.ctx.metrics().add_in(1);
+                    Some(Ok(Element::record(
+                        ElementId::new(self.file_index, record.index),
+                        record.data,
+                        Some(Provenance {
+                            file: Arc::clone(&self.file),
+                            offset: record.offset,
+                        }),
+                    )))
+                }
+                Ok(None) => None,
+                Err(e) => {
+                    // The reader has ended; under the skip policy the rest of the file is
+                    // one skip, counted; otherwise the error travels.
+                    let err = self.ctx.stream_error(Error::from(e));
+                    match self.ctx.on_error(err) {
+                        Some(err) => Some(Err(err)),
+                        None => continue,
+                    }
+                }
+            };
+        }
+    }
+}
+
+impl Stage for TfRecordSpec {
+    fn name(&self) -> &'static str {
+        "tfrecord"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let [input] = inputs else {
+            return Err(Error::invalid("tfrecord takes one input: a file list"));
+        };
+        Ok(Box::new(Sequential {
+            files: input.open()?,
+            current: None,
+            spec: self.clone(),
+            ctx: ctx.clone(),
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Reads the files of a file list one after the other.
+struct Sequential {
+    files: BoxStream,
+    current: Option<BoxStream>,
+    spec: TfRecordSpec,
+    ctx: BuildContext,
+}
+
+impl ElementStream for Sequential {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            if let Some(cur) = self.current.as_mut() {
+                match cur.next() {
+                    Some(item) => return Some(item),
+                    None => self.current = None,
+                }
+            }
+            let file = match self.files.next()? {
+                Ok(f) => f,
+                Err(e) => return Some(Err(e)),
+            };
+            let opened = filename_of(&file)
+                .and_then(|path| self.spec.open_file(&path, file.id().source, &self.ctx));
+            match opened {
+                Ok(s) => self.current = Some(s),
+                Err(e) => {
+                    if let Some(e) = self.ctx.on_error(self.ctx.element_error(&file, e)) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}

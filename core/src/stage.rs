@@ -1,0 +1,277 @@
+//! The stage trait and what a stage receives when it is built.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::Dataset;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::executor::shutdown::Shutdown;
+use crate::options::{ErrorPolicy, Options};
+use crate::rng::{ElementRng, StreamKey};
+use crate::stats::{StageMetrics, StatsRegistry};
+use crate::stream::{BoxStream, Instrumented};
+
+/// A stage of a pipeline: the definition (usually a serde `*Spec` of what the user wrote)
+/// that [`Stage::build`] turns into a running [`BoxStream`] for one epoch.
+///
+/// Only `name`, `build` and `as_any` are required; the hooks have defaults.
+pub trait Stage: Send + Sync + fmt::Debug + 'static {
+    /// The stage's kind, e.g. `"map"`.
+    fn name(&self) -> &'static str;
+
+    /// Starts the stage for one epoch over its inputs (opened or not, as it needs).
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream>;
+
+    /// For downcasting in the builder.
+    fn as_any(&self) -> &dyn Any;
+
+    /// A description that changes whenever the stage's output could change; used to
+    /// fingerprint caches. Default: the `Debug` form.
+    fn fingerprint(&self) -> String {
+        format!("{self:?}")
+    }
+
+    /// True (the default) when the stage does its work inside `next` on the consumer's
+    /// thread; stages with worker threads return false and record their own busy time.
+    fn runs_inline(&self) -> bool {
+        true
+    }
+}
+
+/// How many threads a parallel stage uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum NumParallel {
+    /// Run on the consumer's thread, element by element (tf.data's default for `map`).
+    #[default]
+    #[serde(skip)]
+    Sequential,
+    /// This many worker threads (capped by the CPU budget).
+    Fixed(usize),
+    /// Chosen by the runtime within the CPU budget (written `"auto"`).
+    #[serde(with = "auto_str")]
+    Auto,
+}
+
+mod auto_str {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("auto")
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "auto" {
+            Ok(())
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "expected a number or \"auto\", got {s:?}"
+            )))
+        }
+    }
+}
+
+impl NumParallel {
+    /// Worker threads to start (0: sequential) within `cpu_budget`.
+    pub fn workers(self, cpu_budget: usize) -> usize {
+        match self {
+            NumParallel::Sequential => 0,
+            NumParallel::Fixed(n) => n.clamp(1, cpu_budget.max(1)),
+            NumParallel::Auto => cpu_budget.max(1),
+        }
+    }
+}
+
+impl From<usize> for NumParallel {
+    fn from(n: usize) -> Self {
+        NumParallel::Fixed(n)
+    }
+}
+
+/// What is shared by every stage of one running pipeline.
+#[derive(Debug)]
+pub(crate) struct RunShared {
+    pub(crate) seed: u64,
+    pub(crate) options: Options,
+    pub(crate) shutdown: Shutdown,
+    pub(crate) stats: Arc<StatsRegistry>,
+    /// Stage index of each node, keyed by the node's address.
+    pub(crate) indices: HashMap<usize, usize>,
+}
+
+/// What a stage receives when built: the pipeline's seed and options, the epoch, its own
+/// index and metrics, and the shutdown signal its threads must observe.
+#[derive(Debug, Clone)]
+pub struct BuildContext {
+    pub(crate) shared: Arc<RunShared>,
+    pub(crate) epoch: u64,
+    pub(crate) index: usize,
+    pub(crate) name: &'static str,
+    pub(crate) metrics: Arc<StageMetrics>,
+}
+
+impl BuildContext {
+    /// The pipeline's seed.
+    pub fn seed(&self) -> u64 {
+        self.shared.seed
+    }
+
+    /// The epoch (distinct for every repetition inside `repeat` too).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The stage's index in the pipeline.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The pipeline's options.
+    pub fn options(&self) -> &Options {
+        &self.shared.options
+    }
+
+    /// The pipeline's error policy.
+    pub fn error_policy(&self) -> ErrorPolicy {
+        self.shared.options.error_policy
+    }
+
+    /// The stage's live metrics.
+    pub fn metrics(&self) -> &Arc<StageMetrics> {
+        &self.metrics
+    }
+
+    /// The pipeline's shutdown signal.
+    pub fn shutdown(&self) -> &Shutdown {
+        &self.shared.shutdown
+    }
+
+    /// The RNG stream of this stage in this epoch.
+    pub fn stream_key(&self) -> StreamKey {
+        StreamKey {
+            seed: self.shared.seed,
+            epoch: self.epoch,
+            stage: self.index as u64,
+        }
+    }
+
+    /// The RNG of one element in this stage and epoch.
+    pub fn element_rng(&self, element: &Element) -> ElementRng {
+        self.stream_key().element_rng(element.id())
+    }
+
+    /// `stage#index`, as errors name the stage.
+    pub fn stage_label(&self) -> String {
+        format!("{}#{}", self.name, self.index)
+    }
+
+    /// Wraps an error raised while processing `element` with this stage's context.
+    pub fn element_error(&self, element: &Element, error: Error) -> Error {
+        Error::Stage {
+            stage: self.stage_label(),
+            element: Some(element.id()),
+            provenance: element.provenance().cloned(),
+            source: Box::new(error),
+        }
+    }
+
+    /// Wraps an error not tied to one element with this stage's context.
+    pub fn stream_error(&self, error: Error) -> Error {
+        Error::Stage {
+            stage: self.stage_label(),
+            element: None,
+            provenance: None,
+            source: Box::new(error),
+        }
+    }
+
+    /// Applies the error policy to an error raised in this stage: `Some(error)` to pass
+    /// down the stream (fail), `None` when it was skipped and counted (skip).
+    pub fn on_error(&self, error: Error) -> Option<Error> {
+        match self.error_policy() {
+            ErrorPolicy::Fail => Some(error),
+            ErrorPolicy::Skip => {
+                tracing::debug!(stage = %self.stage_label(), %error, "skipped");
+                self.metrics.add_skipped(1);
+                None
+            }
+        }
+    }
+}
+
+/// An input of a stage: a dataset that can be opened (and, by `repeat`, re-opened).
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub(crate) dataset: Dataset,
+    pub(crate) shared: Arc<RunShared>,
+    pub(crate) epoch: u64,
+}
+
+impl Input {
+    /// Opens the input for the current epoch.
+    pub fn open(&self) -> Result<BoxStream> {
+        self.open_epoch(self.epoch)
+    }
+
+    /// Opens the input for another epoch key (used by `repeat` for each repetition).
+    pub fn open_epoch(&self, epoch: u64) -> Result<BoxStream> {
+        build_node(&self.dataset, &self.shared, epoch)
+    }
+
+    /// The input's definition.
+    pub fn dataset(&self) -> &Dataset {
+        &self.dataset
+    }
+
+    /// The epoch this input opens with by default.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+}
+
+/// Builds a node (and, through its stage, its inputs) for one epoch.
+pub(crate) fn build_node(
+    dataset: &Dataset,
+    shared: &Arc<RunShared>,
+    epoch: u64,
+) -> Result<BoxStream> {
+    let stage = dataset.stage();
+    let index = *shared
+        .indices
+        .get(&dataset.node_key())
+        .expect("every node is indexed before building");
+    let input_indices = dataset
+        .inputs()
+        .iter()
+        .filter_map(|d| shared.indices.get(&d.node_key()).copied())
+        .collect();
+    let metrics = shared.stats.register(index, stage.name(), input_indices);
+    let ctx = BuildContext {
+        shared: Arc::clone(shared),
+        epoch,
+        index,
+        name: stage.name(),
+        metrics: Arc::clone(&metrics),
+    };
+    let inputs: Vec<Input> = dataset
+        .inputs()
+        .iter()
+        .map(|d| Input {
+            dataset: d.clone(),
+            shared: Arc::clone(shared),
+            epoch,
+        })
+        .collect();
+    let inner = stage.build(&inputs, &ctx)?;
+    Ok(Box::new(Instrumented {
+        inner,
+        metrics,
+        inline: stage.runs_inline(),
+    }))
+}

@@ -1,0 +1,125 @@
+//! `batch`: combine consecutive elements along a new leading dimension.
+
+use std::any::Any;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::{Element, batch_values};
+use crate::error::{Error, Result};
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// Stacks `batch_size` consecutive elements. Values of equal shape stack into a dense
+/// tensor `[batch_size, ...]`; values whose first dimension differs (VarLen features)
+/// become a ragged batch (values + row splits). The batch has the id and provenance of its
+/// first element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchSpec {
+    /// Elements per batch (≥ 1).
+    pub batch_size: usize,
+    /// Drop a last, smaller batch (default false).
+    #[serde(default)]
+    pub drop_remainder: bool,
+}
+
+impl BatchSpec {
+    /// Batches of `batch_size`, keeping a smaller last batch.
+    pub fn new(batch_size: usize) -> Self {
+        BatchSpec {
+            batch_size,
+            drop_remainder: false,
+        }
+    }
+}
+
+impl Stage for BatchSpec {
+    fn name(&self) -> &'static str {
+        "batch"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        if self.batch_size == 0 {
+            return Err(Error::invalid("batch: batch_size must be at least 1"));
+        }
+        Ok(Box::new(BatchStream {
+            upstream: crate::stages::single_input(inputs, "batch")?.open()?,
+            size: self.batch_size,
+            drop_remainder: self.drop_remainder,
+            combine: Box::new(combine_dense),
+            ctx: ctx.clone(),
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Combines one batch's elements into the batch element.
+pub(crate) type Combine = Box<dyn Fn(&[Element]) -> Result<Element> + Send>;
+
+pub(crate) struct BatchStream {
+    pub(crate) upstream: BoxStream,
+    pub(crate) size: usize,
+    pub(crate) drop_remainder: bool,
+    pub(crate) combine: Combine,
+    pub(crate) ctx: BuildContext,
+}
+
+impl ElementStream for BatchStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            let mut items = Vec::with_capacity(self.size);
+            while items.len() < self.size {
+                match self.upstream.next() {
+                    Some(Ok(e)) => items.push(e),
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => break,
+                }
+            }
+            if items.is_empty() || (self.drop_remainder && items.len() < self.size) {
+                return None;
+            }
+            match (self.combine)(&items) {
+                Ok(b) => return Some(Ok(b)),
+                Err(e) => {
+                    let e = self.ctx.element_error(&items[0], e);
+                    if let Some(e) = self.ctx.on_error(e) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Checks that every element has the same names and returns them.
+pub(crate) fn common_names(items: &[Element]) -> Result<Vec<std::sync::Arc<str>>> {
+    let names = items[0].names();
+    for e in &items[1..] {
+        if e.len() != names.len() || names.iter().any(|n| e.get(n).is_none()) {
+            return Err(Error::data(format!(
+                "cannot batch elements with different values: {:?} and {:?}",
+                names,
+                e.names()
+            )));
+        }
+    }
+    Ok(names)
+}
+
+fn combine_dense(items: &[Element]) -> Result<Element> {
+    let names = common_names(items)?;
+    let mut out = Element::new(items[0].id());
+    out.set_provenance(items[0].provenance().cloned());
+    for name in names {
+        let values: Vec<_> = items
+            .iter()
+            .map(|e| e.get(&name).expect("checked"))
+            .collect();
+        let v = batch_values(&values).map_err(|e| Error::data(format!("{name}: {e}")))?;
+        out.insert(&name, v);
+    }
+    Ok(out)
+}

@@ -1,0 +1,279 @@
+//! `cache`: keep the first complete pass, in memory or in a directory, and serve later
+//! passes from it.
+
+use std::any::Any;
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::BytesMut;
+use serde::{Deserialize, Serialize};
+use sluice_proto::tfrecord::{Compression, ReaderOptions, TfRecordReader, TfRecordWriter};
+
+use crate::codec;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, ElementStream, IterStream};
+
+/// Where a cache lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum CacheSpec {
+    /// In memory, for the life of the dataset (counted against the RAM budget).
+    Memory,
+    /// In a directory, across runs. The file is named by a fingerprint of the pipeline
+    /// definition above the cache and the seed, so a different pipeline never reads another's
+    /// cache. It is written under a temporary name and renamed into place only after a
+    /// complete pass; a second writer on the same cache gets [`Error::Cache`].
+    Directory(PathBuf),
+}
+
+/// The running definition: the spec plus the in-memory contents once a pass completed.
+#[derive(Debug)]
+pub struct CacheStage {
+    spec: CacheSpec,
+    memory: Arc<Mutex<Option<Arc<Vec<Element>>>>>,
+}
+
+impl CacheStage {
+    /// A cache stage.
+    pub fn new(spec: CacheSpec) -> Self {
+        CacheStage {
+            spec,
+            memory: Arc::default(),
+        }
+    }
+}
+
+impl Stage for CacheStage {
+    fn name(&self) -> &'static str {
+        "cache"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let input = crate::stages::single_input(inputs, "cache")?;
+        match &self.spec {
+            CacheSpec::Memory => {
+                if let Some(done) = self.memory.lock().expect("cache lock").clone() {
+                    let n = done.len();
+                    return Ok(Box::new(IterStream(
+                        (0..n).map(move |i| Ok(done[i].clone())),
+                    )));
+                }
+                Ok(Box::new(MemoryFill {
+                    upstream: input.open()?,
+                    collected: Some(Vec::new()),
+                    bytes: 0,
+                    budget: ctx.options().ram_budget_bytes,
+                    slot: Arc::clone(&self.memory),
+                }))
+            }
+            CacheSpec::Directory(dir) => {
+                let fp = input.dataset().fingerprint();
+                let name = format!("sluice-cache-{}-seed{}.tfrecord", &fp[..24], ctx.seed());
+                let path = dir.join(name);
+                if path.is_file() {
+                    return read_cache(&path);
+                }
+                fs::create_dir_all(dir).map_err(|source| Error::Io {
+                    path: dir.clone(),
+                    source,
+                })?;
+                DiskFill::start(input.open()?, &path, &fp).map(|s| Box::new(s) as BoxStream)
+            }
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("cache({:?})", self.spec)
+    }
+}
+
+struct MemoryFill {
+    upstream: BoxStream,
+    collected: Option<Vec<Element>>,
+    bytes: u64,
+    budget: u64,
+    slot: Arc<Mutex<Option<Arc<Vec<Element>>>>>,
+}
+
+impl ElementStream for MemoryFill {
+    fn next(&mut self) -> Option<Result<Element>> {
+        match self.upstream.next() {
+            Some(Ok(e)) => {
+                if let Some(c) = self.collected.as_mut() {
+                    self.bytes += e.nbytes() as u64;
+                    if self.bytes > self.budget {
+                        self.collected = None;
+                        return Some(Err(Error::RamBudget(format!(
+                            "the in-memory cache needs more than the RAM budget of {} bytes; \
+                             cache to a directory, cache smaller elements, or raise ram_budget_bytes",
+                            self.budget
+                        ))));
+                    }
+                    c.push(e.clone());
+                }
+                Some(Ok(e))
+            }
+            Some(Err(e)) => {
+                // A pass with an error is not complete: never cached.
+                self.collected = None;
+                Some(Err(e))
+            }
+            None => {
+                if let Some(c) = self.collected.take() {
+                    let mut slot = self.slot.lock().expect("cache lock");
+                    if slot.is_none() {
+                        *slot = Some(Arc::new(c));
+                    }
+                }
+                None
+            }
+        }
+    }
+}
+
+fn read_cache(path: &Path) -> Result<BoxStream> {
+    let reader = TfRecordReader::open(
+        path,
+        ReaderOptions::default().with_compression(Compression::None),
+    )?;
+    let mut records = reader.map(|r| r.map_err(Error::from));
+    // The first record is the header written by `DiskFill`.
+    match records.next() {
+        Some(Ok(h)) if h.data.starts_with(HEADER_MAGIC) => {}
+        Some(Err(e)) => return Err(e),
+        _ => {
+            return Err(Error::Cache {
+                path: path.to_path_buf(),
+                message: "not a Sluice cache file (bad header); delete it".into(),
+            });
+        }
+    }
+    Ok(Box::new(IterStream(
+        records.map(|r| r.and_then(|r| codec::decode(r.data))),
+    )))
+}
+
+const HEADER_MAGIC: &[u8] = b"sluice-cache-v1\n";
+
+struct DiskFill {
+    upstream: BoxStream,
+    writer: Option<TfRecordWriter<File>>,
+    tmp: PathBuf,
+    path: PathBuf,
+    lock: Option<File>,
+    buf: BytesMut,
+}
+
+impl DiskFill {
+    fn start(upstream: BoxStream, path: &Path, fingerprint: &str) -> Result<DiskFill> {
+        let lock_path = path.with_extension("lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|source| Error::Io {
+                path: lock_path.clone(),
+                source,
+            })?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(Error::Cache {
+                    path: path.to_path_buf(),
+                    message: "another pipeline is writing this cache now; wait for it to finish, \
+                              or use another cache directory"
+                        .into(),
+                });
+            }
+            Err(fs::TryLockError::Error(source)) => {
+                return Err(Error::Io {
+                    path: lock_path,
+                    source,
+                });
+            }
+        }
+        // Another writer may have finished between our check and the lock.
+        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        let mut writer = TfRecordWriter::create(&tmp, Compression::None)?;
+        let mut header = HEADER_MAGIC.to_vec();
+        header.extend_from_slice(fingerprint.as_bytes());
+        writer.write_record(&header)?;
+        Ok(DiskFill {
+            upstream,
+            writer: Some(writer),
+            tmp,
+            path: path.to_path_buf(),
+            lock: Some(lock),
+            buf: BytesMut::new(),
+        })
+    }
+
+    fn abandon(&mut self) {
+        if self.writer.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+        self.lock = None;
+    }
+}
+
+impl ElementStream for DiskFill {
+    fn next(&mut self) -> Option<Result<Element>> {
+        match self.upstream.next() {
+            Some(Ok(e)) => {
+                if let Some(w) = self.writer.as_mut() {
+                    self.buf.clear();
+                    codec::encode(&e, &mut self.buf);
+                    if let Err(err) = w.write_record(&self.buf) {
+                        self.abandon();
+                        return Some(Err(err.into()));
+                    }
+                }
+                Some(Ok(e))
+            }
+            Some(Err(e)) => {
+                self.abandon();
+                Some(Err(e))
+            }
+            None => {
+                if let Some(w) = self.writer.take() {
+                    let done = w
+                        .finish()
+                        .map_err(Error::from)
+                        .and_then(|f| {
+                            f.sync_all().map_err(|source| Error::Io {
+                                path: self.tmp.clone(),
+                                source,
+                            })
+                        })
+                        .and_then(|_| {
+                            fs::rename(&self.tmp, &self.path).map_err(|source| Error::Io {
+                                path: self.path.clone(),
+                                source,
+                            })
+                        });
+                    self.lock = None;
+                    if let Err(e) = done {
+                        let _ = fs::remove_file(&self.tmp);
+                        return Some(Err(e));
+                    }
+                }
+                None
+            }
+        }
+    }
+}
+
+impl Drop for DiskFill {
+    fn drop(&mut self) {
+        // A partial pass never becomes a cache.
+        self.abandon();
+    }
+}

@@ -1,0 +1,58 @@
+//! `concatenate`: the elements of one dataset, then another's.
+
+use std::any::Any;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::Result;
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// Yields every element of each input in turn. Inputs are opened only when reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ConcatenateSpec {}
+
+impl Stage for ConcatenateSpec {
+    fn name(&self) -> &'static str {
+        "concatenate"
+    }
+
+    fn build(&self, inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
+        Ok(Box::new(ConcatStream {
+            inputs: inputs.to_vec(),
+            next_input: 0,
+            current: None,
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct ConcatStream {
+    inputs: Vec<Input>,
+    next_input: usize,
+    current: Option<BoxStream>,
+}
+
+impl ElementStream for ConcatStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            if let Some(s) = self.current.as_mut() {
+                if let Some(item) = s.next() {
+                    return Some(item);
+                }
+                self.current = None;
+            }
+            let input = self.inputs.get(self.next_input)?;
+            self.next_input += 1;
+            match input.open() {
+                Ok(s) => self.current = Some(s),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}

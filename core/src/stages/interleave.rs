@@ -1,0 +1,246 @@
+//! `interleave`: read several files at once, cycling through them in blocks.
+
+use std::any::Any;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::executor::prefetch::{Poll, PrefetchStream};
+use crate::sources::files::filename_of;
+use crate::sources::tfrecord::TfRecordSpec;
+use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// How `interleave` reads its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterleaveSpec {
+    /// Files open at once (≥ 1). Default 4.
+    pub cycle_length: usize,
+    /// Consecutive records taken from one file before moving to the next. Default 1.
+    pub block_length: usize,
+    /// `Sequential` (default) reads on the consumer's thread; a number or `auto` gives every
+    /// open file its own reading thread with a small buffer.
+    pub num_parallel: NumParallel,
+    /// Keep tf.data's deterministic round-robin order (default). `false` takes from any file
+    /// that has records ready when the next one in turn has none.
+    pub deterministic: bool,
+}
+
+impl Default for InterleaveSpec {
+    fn default() -> Self {
+        InterleaveSpec {
+            cycle_length: 4,
+            block_length: 1,
+            num_parallel: NumParallel::Sequential,
+            deterministic: true,
+        }
+    }
+}
+
+impl InterleaveSpec {
+    /// `cycle_length` files at once, blocks of 1, sequential.
+    pub fn new(cycle_length: usize) -> Self {
+        InterleaveSpec {
+            cycle_length,
+            ..Default::default()
+        }
+    }
+
+    /// This spec with `block_length`.
+    pub fn block_length(mut self, n: usize) -> Self {
+        self.block_length = n;
+        self
+    }
+
+    /// This spec with `num_parallel`.
+    pub fn num_parallel(mut self, n: impl Into<NumParallel>) -> Self {
+        self.num_parallel = n.into();
+        self
+    }
+
+    /// This spec with `deterministic`.
+    pub fn deterministic(mut self, d: bool) -> Self {
+        self.deterministic = d;
+        self
+    }
+}
+
+/// The running definition: an interleave over a file list, reading TFRecord files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterleaveStage {
+    /// How to interleave.
+    pub spec: InterleaveSpec,
+    /// How to read each file.
+    pub reader: TfRecordSpec,
+}
+
+impl Stage for InterleaveStage {
+    fn name(&self) -> &'static str {
+        "interleave"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        if self.spec.cycle_length == 0 || self.spec.block_length == 0 {
+            return Err(Error::invalid(
+                "interleave: cycle_length and block_length must be at least 1",
+            ));
+        }
+        let files = crate::stages::single_input(inputs, "interleave")?.open()?;
+        let parallel = self.spec.num_parallel != NumParallel::Sequential;
+        if parallel {
+            ctx.metrics().set_workers(self.spec.cycle_length);
+        }
+        Ok(Box::new(InterleaveStream {
+            files: Some(files),
+            slots: (0..self.spec.cycle_length).map(|_| None).collect(),
+            cycle: 0,
+            block: 0,
+            parallel,
+            stage: self.clone(),
+            ctx: ctx.clone(),
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn runs_inline(&self) -> bool {
+        self.spec.num_parallel == NumParallel::Sequential
+    }
+}
+
+enum Slot {
+    Inline(BoxStream),
+    Threaded(PrefetchStream),
+}
+
+impl Slot {
+    fn next(&mut self) -> Option<Result<Element>> {
+        match self {
+            Slot::Inline(s) => s.next(),
+            Slot::Threaded(s) => s.next(),
+        }
+    }
+}
+
+struct InterleaveStream {
+    files: Option<BoxStream>,
+    slots: Vec<Option<Slot>>,
+    cycle: usize,
+    block: usize,
+    parallel: bool,
+    stage: InterleaveStage,
+    ctx: BuildContext,
+}
+
+impl InterleaveStream {
+    /// Opens the next file into `slot`. Returns false when the file list is exhausted.
+    fn open_next(&mut self, slot: usize) -> Result<bool> {
+        let Some(files) = self.files.as_mut() else {
+            return Ok(false);
+        };
+        loop {
+            let file = match files.next() {
+                None => {
+                    self.files = None;
+                    return Ok(false);
+                }
+                Some(Err(e)) => return Err(e),
+                Some(Ok(f)) => f,
+            };
+            let opened = filename_of(&file)
+                .and_then(|p| self.stage.reader.open_file(&p, file.id().source, &self.ctx));
+            match opened {
+                Ok(s) => {
+                    self.slots[slot] = Some(if self.parallel {
+                        let buffer = (2 * self.stage.spec.block_length).max(8);
+                        Slot::Threaded(PrefetchStream::start(s, buffer, &self.ctx))
+                    } else {
+                        Slot::Inline(s)
+                    });
+                    return Ok(true);
+                }
+                Err(e) => {
+                    if let Some(e) = self.ctx.on_error(self.ctx.element_error(&file, e)) {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    fn advance(&mut self) {
+        self.cycle = (self.cycle + 1) % self.slots.len();
+        self.block = 0;
+    }
+
+    /// Non-deterministic mode: a ready element from any slot, without blocking.
+    fn any_ready(&mut self) -> Option<Option<Result<Element>>> {
+        let n = self.slots.len();
+        for k in 0..n {
+            let i = (self.cycle + k) % n;
+            if let Some(Slot::Threaded(s)) = self.slots[i].as_mut() {
+                match s.try_next() {
+                    Poll::Pending => {}
+                    Poll::Ready(Some(item)) => {
+                        self.cycle = i;
+                        self.block += 1;
+                        if self.block >= self.stage.spec.block_length {
+                            self.advance();
+                        }
+                        return Some(Some(item));
+                    }
+                    Poll::Ready(None) => {
+                        self.slots[i] = None;
+                        return Some(None);
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+impl ElementStream for InterleaveStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            if self.files.is_none() && self.slots.iter().all(Option::is_none) {
+                return None;
+            }
+            if self.parallel && !self.stage.spec.deterministic {
+                match self.any_ready() {
+                    Some(Some(item)) => return Some(item),
+                    Some(None) => continue,
+                    None => {}
+                }
+            }
+            let i = self.cycle;
+            if self.slots[i].is_none() {
+                match self.open_next(i) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.advance();
+                        continue;
+                    }
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            match self.slots[i].as_mut().expect("open slot").next() {
+                Some(item) => {
+                    self.block += 1;
+                    if self.block >= self.stage.spec.block_length {
+                        self.advance();
+                    }
+                    return Some(item);
+                }
+                None => {
+                    self.slots[i] = None;
+                    self.advance();
+                }
+            }
+        }
+    }
+}

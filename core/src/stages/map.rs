@@ -1,0 +1,156 @@
+//! `map`: apply a Rust closure to each element, sequentially or on worker threads.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::Result;
+use crate::executor::parallel::{ParallelStream, WorkFn, apply};
+use crate::rng::ElementRng;
+use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// How a `map` (or `filter`) runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MapSpec {
+    /// Worker threads: sequential (default, on the consumer's thread), a number, or
+    /// `auto` (the CPU budget).
+    pub num_parallel: NumParallel,
+    /// Keep the input order (default). `false` lets results out as they finish; the
+    /// values are still reproducible (randomness is keyed by element id), only the order
+    /// is not.
+    pub deterministic: bool,
+}
+
+impl Default for MapSpec {
+    fn default() -> Self {
+        MapSpec {
+            num_parallel: NumParallel::Sequential,
+            deterministic: true,
+        }
+    }
+}
+
+impl MapSpec {
+    /// `num_parallel` worker threads, deterministic order.
+    pub fn parallel(num_parallel: impl Into<NumParallel>) -> Self {
+        MapSpec {
+            num_parallel: num_parallel.into(),
+            deterministic: true,
+        }
+    }
+
+    /// This spec with `deterministic`.
+    pub fn deterministic(mut self, deterministic: bool) -> Self {
+        self.deterministic = deterministic;
+        self
+    }
+}
+
+/// The function of a map or filter stage. Receives the element and its RNG (keyed by
+/// seed, epoch, stage and element id); `Ok(None)` drops the element.
+pub type ElementFn = Arc<dyn Fn(Element, &mut ElementRng) -> Result<Option<Element>> + Send + Sync>;
+
+/// A running `map` or `filter` definition: a spec and a function.
+#[derive(Clone)]
+pub struct MapStage {
+    pub(crate) spec: MapSpec,
+    pub(crate) f: ElementFn,
+    pub(crate) kind: &'static str,
+    pub(crate) label: String,
+}
+
+impl std::fmt::Debug for MapStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MapStage")
+            .field("kind", &self.kind)
+            .field("spec", &self.spec)
+            .field("fn", &self.label)
+            .finish()
+    }
+}
+
+impl MapStage {
+    /// A map or filter stage.
+    pub fn new(kind: &'static str, spec: MapSpec, f: ElementFn, label: impl Into<String>) -> Self {
+        MapStage {
+            spec,
+            f,
+            kind,
+            label: label.into(),
+        }
+    }
+}
+
+impl Stage for MapStage {
+    fn name(&self) -> &'static str {
+        self.kind
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let upstream = crate::stages::single_input(inputs, self.kind)?.open()?;
+        let key = ctx.stream_key();
+        let f = Arc::clone(&self.f);
+        let work: WorkFn = Arc::new(move |e: Element| {
+            let mut rng = key.element_rng(e.id());
+            f(e, &mut rng)
+        });
+        let workers = self.spec.num_parallel.workers(ctx.options().cpu_budget);
+        if workers == 0 {
+            return Ok(Box::new(SequentialMap {
+                upstream,
+                f: work,
+                ctx: ctx.clone(),
+            }));
+        }
+        Ok(Box::new(ParallelStream::start(
+            upstream,
+            work,
+            workers,
+            self.spec.deterministic,
+            ctx,
+        )))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn fingerprint(&self) -> String {
+        // Closures cannot be inspected: their type names identify them (a changed closure
+        // body keeps its name; give the stage a new label to invalidate caches).
+        format!("{}({:?}, {})", self.kind, self.spec, self.label)
+    }
+
+    fn runs_inline(&self) -> bool {
+        self.spec.num_parallel == NumParallel::Sequential
+    }
+}
+
+struct SequentialMap {
+    upstream: BoxStream,
+    f: WorkFn,
+    ctx: BuildContext,
+}
+
+impl ElementStream for SequentialMap {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            let element = match self.upstream.next()? {
+                Ok(e) => e,
+                Err(e) => return Some(Err(e)),
+            };
+            match apply(&self.f, element, &self.ctx) {
+                Ok(Some(e)) => return Some(Ok(e)),
+                Ok(None) => continue,
+                Err(e) => match self.ctx.on_error(e) {
+                    Some(e) => return Some(Err(e)),
+                    None => continue,
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! `parse_example`: `tf.train.Example` records → dense and ragged tensors, as `tf.io` does.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use sluice_proto::example::{Feature, feature::Kind};
+use sluice_proto::{Example, TfMessage};
+
+use crate::element::{Element, RECORD, Value, batch_values};
+use crate::error::{Error, Result};
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stages::padded_batch::PadValue;
+use crate::stream::{BoxStream, ElementStream};
+use crate::tensor::{DType, Shape, Tensor, TensorData};
+
+/// The three value types a `tf.train.Feature` can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FeatureType {
+    /// `Int64List` → `i64`.
+    Int64,
+    /// `FloatList` → `f32`.
+    #[serde(alias = "float32")]
+    Float,
+    /// `BytesList` → byte strings.
+    #[serde(alias = "bytes")]
+    String,
+}
+
+impl FeatureType {
+    /// The tensor dtype of parsed values.
+    pub fn dtype(self) -> DType {
+        match self {
+            FeatureType::Int64 => DType::I64,
+            FeatureType::Float => DType::F32,
+            FeatureType::String => DType::Bytes,
+        }
+    }
+
+    fn tf_name(self) -> &'static str {
+        self.dtype().tf_name()
+    }
+}
+
+/// How one feature is parsed (`tf.io.FixedLenFeature` / `tf.io.VarLenFeature`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FeatureSpec {
+    /// Exactly `shape.product()` values, as a dense tensor of `shape`. Missing: `default`
+    /// (one value, broadcast, or the full count), or an error if there is none.
+    FixedLen {
+        /// Value type.
+        dtype: FeatureType,
+        /// Output shape (`[]` for a scalar).
+        #[serde(default)]
+        shape: Vec<usize>,
+        /// Value(s) used when the feature is absent.
+        #[serde(default)]
+        default: Option<Vec<PadValue>>,
+    },
+    /// Any number of values, as a 1-D tensor (ragged once batched: values + row splits).
+    /// Missing: no values.
+    VarLen {
+        /// Value type.
+        dtype: FeatureType,
+    },
+}
+
+impl FeatureSpec {
+    /// A required scalar.
+    pub fn scalar(dtype: FeatureType) -> Self {
+        FeatureSpec::FixedLen {
+            dtype,
+            shape: Vec::new(),
+            default: None,
+        }
+    }
+
+    /// A VarLen feature.
+    pub fn var_len(dtype: FeatureType) -> Self {
+        FeatureSpec::VarLen { dtype }
+    }
+
+    fn dtype(&self) -> FeatureType {
+        match self {
+            FeatureSpec::FixedLen { dtype, .. } | FeatureSpec::VarLen { dtype } => *dtype,
+        }
+    }
+}
+
+/// Parses the serialized `tf.train.Example` in value `input` (default `record`) of each
+/// element into one value per feature of `features`, replacing `input`. A scalar record
+/// gives unbatched values; a batch of records (after `batch`) gives batched values, as
+/// `tf.io.parse_example` does (VarLen features become ragged).
+///
+/// Byte values are slices of the record (no copy). Errors are worded as TensorFlow words
+/// them, e.g. `Feature: label (data type: int64) is required but could not be found.`, and
+/// carry the element's id and provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParseExampleSpec {
+    /// Features to parse, by name. Others in the record are ignored.
+    pub features: BTreeMap<String, FeatureSpec>,
+    /// The value holding the serialized record(s). Default `record`.
+    #[serde(default = "record_name")]
+    pub input: String,
+}
+
+fn record_name() -> String {
+    RECORD.to_string()
+}
+
+impl ParseExampleSpec {
+    /// A spec for `features`, reading the `record` value.
+    pub fn new(features: impl IntoIterator<Item = (impl Into<String>, FeatureSpec)>) -> Self {
+        ParseExampleSpec {
+            features: features.into_iter().map(|(k, v)| (k.into(), v)).collect(),
+            input: record_name(),
+        }
+    }
+
+    /// Parses one serialized Example into its feature values. `index` is the record's
+    /// position in its batch (TensorFlow's `Index:` in messages).
+    pub fn parse_one(&self, record: &Bytes, index: usize) -> Result<Vec<(String, Tensor)>> {
+        let example = Example::from_bytes(record).map_err(|e| {
+            Error::data(format!(
+                "Could not parse example input (index {index}): {e}"
+            ))
+        })?;
+        let empty = BTreeMap::new();
+        let features = example
+            .features
+            .as_ref()
+            .map(|f| &f.feature)
+            .unwrap_or(&empty);
+        let mut out = Vec::with_capacity(self.features.len());
+        for (key, spec) in &self.features {
+            out.push((
+                key.clone(),
+                parse_feature(key, spec, features.get(key), index)?,
+            ));
+        }
+        Ok(out)
+    }
+}
+
+fn kind_type(kind: &Kind) -> FeatureType {
+    match kind {
+        Kind::BytesList(_) => FeatureType::String,
+        Kind::FloatList(_) => FeatureType::Float,
+        Kind::Int64List(_) => FeatureType::Int64,
+    }
+}
+
+fn values_of(kind: Option<&Kind>, dtype: FeatureType) -> TensorData {
+    match (kind, dtype) {
+        (Some(Kind::BytesList(l)), _) => TensorData::Bytes(l.value.clone().into()),
+        (Some(Kind::FloatList(l)), _) => TensorData::F32(l.value.clone().into()),
+        (Some(Kind::Int64List(l)), _) => TensorData::I64(l.value.clone().into()),
+        (None, FeatureType::String) => TensorData::Bytes(Vec::new().into()),
+        (None, FeatureType::Float) => TensorData::F32(Vec::new().into()),
+        (None, FeatureType::Int64) => TensorData::I64(Vec::new().into()),
+    }
+}
+
+fn shape_str(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", dims.join(","))
+}
+
+fn parse_feature(
+    key: &str,
+    spec: &FeatureSpec,
+    feature: Option<&Feature>,
+    index: usize,
+) -> Result<Tensor> {
+    let want = spec.dtype();
+    // A feature whose kind is unset counts as present and empty (as in TensorFlow).
+    let kind = feature.and_then(|f| f.kind.as_ref());
+    if let Some(k) = kind {
+        let got = kind_type(k);
+        if got != want {
+            return Err(Error::data(match spec {
+                FeatureSpec::FixedLen { .. } => format!(
+                    "Key: {key}, Index: {index}.  Data types don't match. Data type: {} but expected type: {}",
+                    got.tf_name(),
+                    want.tf_name()
+                ),
+                FeatureSpec::VarLen { .. } => format!(
+                    "Key: {key}, Index: {index}.  Data types don't match. Expected type: {}, Actual type: {}",
+                    want.tf_name(),
+                    got.tf_name()
+                ),
+            }));
+        }
+    }
+    match spec {
+        FeatureSpec::VarLen { dtype } => Ok(Tensor::vector(values_of(kind, *dtype))),
+        FeatureSpec::FixedLen {
+            dtype,
+            shape,
+            default,
+        } => {
+            let n: usize = shape.iter().product();
+            if feature.is_none() {
+                let Some(default) = default else {
+                    return Err(Error::data(format!(
+                        "Feature: {key} (data type: {}) is required but could not be found.",
+                        want.tf_name()
+                    )));
+                };
+                return default_tensor(key, *dtype, shape, default);
+            }
+            let values = values_of(kind, *dtype);
+            if values.len() != n {
+                return Err(Error::data(format!(
+                    "Key: {key}, Index: {index}.  Number of {} values != expected.  Values size: {} but output shape: {}",
+                    match want {
+                        FeatureType::String => "bytes",
+                        FeatureType::Float => "float",
+                        FeatureType::Int64 => "int64",
+                    },
+                    values.len(),
+                    shape_str(shape)
+                )));
+            }
+            Tensor::new(shape, values)
+        }
+    }
+}
+
+fn default_tensor(
+    key: &str,
+    dtype: FeatureType,
+    shape: &[usize],
+    default: &[PadValue],
+) -> Result<Tensor> {
+    let n: usize = shape.iter().product();
+    let dt = dtype.dtype();
+    let parts: Vec<TensorData> = default
+        .iter()
+        .map(|v| v.to_data(dt))
+        .collect::<Result<_>>()
+        .map_err(|e| Error::invalid(format!("{key}: default value: {e}")))?;
+    let data = match parts.len() {
+        1 => TensorData::repeat_scalar(&parts[0], n),
+        m if m == n => TensorData::concat(&parts.iter().collect::<Vec<_>>())?,
+        m => {
+            return Err(Error::invalid(format!(
+                "{key}: default has {m} values; shape {} needs 1 or {n}",
+                shape_str(shape)
+            )));
+        }
+    };
+    Tensor::new(shape, data)
+}
+
+impl Stage for ParseExampleSpec {
+    fn name(&self) -> &'static str {
+        "parse_example"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        for (key, spec) in &self.features {
+            if let FeatureSpec::FixedLen {
+                dtype,
+                shape,
+                default: Some(d),
+            } = spec
+            {
+                default_tensor(key, *dtype, shape, d)?;
+            }
+        }
+        Ok(Box::new(ParseStream {
+            upstream: crate::stages::single_input(inputs, "parse_example")?.open()?,
+            spec: self.clone(),
+            ctx: ctx.clone(),
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct ParseStream {
+    upstream: BoxStream,
+    spec: ParseExampleSpec,
+    ctx: BuildContext,
+}
+
+impl ParseStream {
+    /// The parsed values replacing the input value of `element`.
+    fn parse(&self, element: &Element) -> Result<Vec<(String, Value)>> {
+        let records = match element.tensor(&self.spec.input) {
+            Some(t) if t.dtype() == DType::Bytes && t.rank() <= 1 => t,
+            _ => {
+                return Err(Error::data(format!(
+                    "parse_example: value {:?} must be a scalar or a 1-D batch of serialized Examples",
+                    self.spec.input
+                )));
+            }
+        };
+        let list = records.as_bytes_list().expect("checked dtype");
+        if records.rank() == 0 {
+            let values = self.spec.parse_one(&list[0], 0)?;
+            Ok(values
+                .into_iter()
+                .map(|(k, t)| (k, Value::Dense(t)))
+                .collect())
+        } else {
+            self.parse_batch(list)
+        }
+    }
+
+    fn parse_batch(&self, list: &[Bytes]) -> Result<Vec<(String, Value)>> {
+        let rows: Vec<Vec<(String, Tensor)>> = list
+            .iter()
+            .enumerate()
+            .map(|(i, r)| self.spec.parse_one(r, i))
+            .collect::<Result<_>>()?;
+        let mut out = Vec::with_capacity(self.spec.features.len());
+        for (j, (key, spec)) in self.spec.features.iter().enumerate() {
+            let values: Vec<Value> = rows.iter().map(|r| Value::Dense(r[j].1.clone())).collect();
+            let refs: Vec<&Value> = values.iter().collect();
+            let batched = if refs.is_empty() {
+                // An empty batch: an empty tensor of the right type and inner shape.
+                let inner = match spec {
+                    FeatureSpec::FixedLen { shape, .. } => shape.clone(),
+                    FeatureSpec::VarLen { .. } => vec![0],
+                };
+                let mut shape = Shape::from_slice(&[0]);
+                shape.extend_from_slice(&inner);
+                Value::Dense(Tensor::new(&shape, values_of(None, spec.dtype()))?)
+            } else {
+                match spec {
+                    // VarLen rows always batch as ragged, even when lengths happen to agree.
+                    FeatureSpec::VarLen { .. } => crate::element::batch_ragged(&refs)?,
+                    FeatureSpec::FixedLen { .. } => batch_values(&refs)?,
+                }
+            };
+            out.push((key.clone(), batched));
+        }
+        Ok(out)
+    }
+}
+
+impl ElementStream for ParseStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            let element = match self.upstream.next()? {
+                Ok(e) => e,
+                Err(e) => return Some(Err(e)),
+            };
+            match self.parse(&element) {
+                Ok(values) => {
+                    let mut element = element;
+                    element.remove(&self.spec.input);
+                    for (k, v) in values {
+                        element.insert(&k, v);
+                    }
+                    return Some(Ok(element));
+                }
+                Err(e) => {
+                    if let Some(e) = self.ctx.on_error(self.ctx.element_error(&element, e)) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}

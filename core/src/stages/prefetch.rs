@@ -1,0 +1,74 @@
+//! `prefetch`: run the upstream ahead on its own thread into a bounded buffer.
+
+use std::any::Any;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::executor::prefetch::PrefetchStream;
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::BoxStream;
+
+/// A buffer size: a number of elements, or `"auto"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BufferSize {
+    /// Exactly this many elements.
+    Fixed(usize),
+    /// Chosen by the runtime: two elements per CPU of the budget (at least 2, at most 16).
+    #[serde(with = "auto")]
+    Auto,
+}
+
+mod auto {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("auto")
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "auto" => Ok(()),
+            s => Err(serde::de::Error::custom(format!(
+                "expected a number or \"auto\", got {s:?}"
+            ))),
+        }
+    }
+}
+
+/// Prefetches `buffer_size` elements on a dedicated thread, so the consumer (a training
+/// step) and the pipeline overlap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrefetchSpec {
+    /// Elements buffered.
+    pub buffer_size: BufferSize,
+}
+
+impl Stage for PrefetchSpec {
+    fn name(&self) -> &'static str {
+        "prefetch"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let capacity = match self.buffer_size {
+            BufferSize::Fixed(0) => {
+                return Err(Error::invalid("prefetch: buffer_size must be at least 1"));
+            }
+            BufferSize::Fixed(n) => n,
+            BufferSize::Auto => (2 * ctx.options().cpu_budget).clamp(2, 16),
+        };
+        let upstream = crate::stages::single_input(inputs, "prefetch")?.open()?;
+        ctx.metrics().set_workers(1);
+        Ok(Box::new(PrefetchStream::start(upstream, capacity, ctx)))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn runs_inline(&self) -> bool {
+        false
+    }
+}

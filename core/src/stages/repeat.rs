@@ -1,0 +1,91 @@
+//! `repeat`: iterate the input `count` times, or forever.
+
+use std::any::Any;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::Result;
+use crate::rng::combine;
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// Re-opens its input after each pass. Each pass is a new epoch for the stages below (so
+/// shuffles reshuffle). A pass that yields nothing ends the repetition (as tf.data does),
+/// so `repeat` over an empty dataset does not spin forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RepeatSpec {
+    /// Passes; `None` repeats forever.
+    #[serde(default)]
+    pub count: Option<u64>,
+}
+
+impl Stage for RepeatSpec {
+    fn name(&self) -> &'static str {
+        "repeat"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let input = crate::stages::single_input(inputs, "repeat")?.clone();
+        Ok(Box::new(RepeatStream {
+            input,
+            current: None,
+            pass: 0,
+            count: self.count,
+            produced_in_pass: false,
+            epoch: ctx.epoch(),
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct RepeatStream {
+    input: Input,
+    current: Option<BoxStream>,
+    pass: u64,
+    count: Option<u64>,
+    produced_in_pass: bool,
+    epoch: u64,
+}
+
+impl ElementStream for RepeatStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            if self.current.is_none() {
+                if self.count.is_some_and(|c| self.pass >= c) {
+                    return None;
+                }
+                let epoch = if self.pass == 0 {
+                    self.epoch
+                } else {
+                    combine(&[self.epoch, self.pass])
+                };
+                match self.input.open_epoch(epoch) {
+                    Ok(s) => self.current = Some(s),
+                    Err(e) => {
+                        self.count = Some(0);
+                        return Some(Err(e));
+                    }
+                }
+                self.produced_in_pass = false;
+            }
+            match self.current.as_mut().expect("opened").next() {
+                Some(item) => {
+                    self.produced_in_pass = true;
+                    return Some(item);
+                }
+                None => {
+                    self.current = None;
+                    self.pass += 1;
+                    if !self.produced_in_pass {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! `shuffle`: a buffered, seeded shuffle (`tf.data.Dataset.shuffle`).
+
+use std::any::Any;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::rng::{ElementRng, StreamKey};
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// Fills a buffer of `buffer_size` elements and repeatedly emits a uniformly chosen one,
+/// replacing it with the next input. A buffer as large as the dataset gives a uniform
+/// permutation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShuffleSpec {
+    /// Elements held in the buffer (≥ 1).
+    pub buffer_size: usize,
+    /// A seed for this stage; default: the pipeline's seed.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Shuffle differently each epoch (default true). With false, every epoch has the same
+    /// order.
+    #[serde(default = "yes")]
+    pub reshuffle_each_epoch: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl ShuffleSpec {
+    /// A shuffle buffer of `buffer_size`, reshuffling each epoch with the pipeline's seed.
+    pub fn new(buffer_size: usize) -> Self {
+        ShuffleSpec {
+            buffer_size,
+            seed: None,
+            reshuffle_each_epoch: true,
+        }
+    }
+}
+
+impl Stage for ShuffleSpec {
+    fn name(&self) -> &'static str {
+        "shuffle"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        if self.buffer_size == 0 {
+            return Err(Error::invalid("shuffle: buffer_size must be at least 1"));
+        }
+        let upstream = crate::stages::single_input(inputs, "shuffle")?.open()?;
+        let key = StreamKey {
+            seed: self.seed.unwrap_or(ctx.seed()),
+            epoch: if self.reshuffle_each_epoch {
+                ctx.epoch()
+            } else {
+                0
+            },
+            stage: ctx.index() as u64,
+        };
+        Ok(Box::new(ShuffleStream {
+            upstream: Some(upstream),
+            buffer: Vec::with_capacity(self.buffer_size.min(1 << 16)),
+            size: self.buffer_size,
+            rng: key.rng(),
+            ctx: ctx.clone(),
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct ShuffleStream {
+    upstream: Option<BoxStream>,
+    buffer: Vec<Element>,
+    size: usize,
+    rng: ElementRng,
+    ctx: BuildContext,
+}
+
+impl ElementStream for ShuffleStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        while self.buffer.len() < self.size {
+            let Some(up) = self.upstream.as_mut() else {
+                break;
+            };
+            match up.next() {
+                Some(Ok(e)) => self.buffer.push(e),
+                Some(Err(e)) => return Some(Err(e)),
+                None => self.upstream = None,
+            }
+        }
+        self.ctx
+            .metrics()
+            .sample_buffer(self.buffer.len(), self.size);
+        if self.buffer.is_empty() {
+            return None;
+        }
+        let i = self.rng.random_range(0..self.buffer.len());
+        Some(Ok(self.buffer.swap_remove(i)))
+    }
+}

@@ -1,0 +1,52 @@
+//! `skip`: drop the first `count` elements.
+
+use std::any::Any;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::Result;
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// Drops the first `count` elements (errors among them still travel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkipSpec {
+    /// How many elements.
+    pub count: u64,
+}
+
+impl Stage for SkipSpec {
+    fn name(&self) -> &'static str {
+        "skip"
+    }
+
+    fn build(&self, inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
+        Ok(Box::new(SkipStream {
+            upstream: crate::stages::single_input(inputs, "skip")?.open()?,
+            left: self.count,
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct SkipStream {
+    upstream: BoxStream,
+    left: u64,
+}
+
+impl ElementStream for SkipStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        while self.left > 0 {
+            match self.upstream.next()? {
+                Ok(_) => self.left -= 1,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        self.upstream.next()
+    }
+}

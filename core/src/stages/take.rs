@@ -1,0 +1,59 @@
+//! `take`: the first `count` elements.
+
+use std::any::Any;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::Result;
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// Yields the first `count` elements, then stops its input (joining its threads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TakeSpec {
+    /// How many elements.
+    pub count: u64,
+}
+
+impl Stage for TakeSpec {
+    fn name(&self) -> &'static str {
+        "take"
+    }
+
+    fn build(&self, inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
+        let input = crate::stages::single_input(inputs, "take")?;
+        Ok(Box::new(TakeStream {
+            upstream: if self.count > 0 {
+                Some(input.open()?)
+            } else {
+                None
+            },
+            left: self.count,
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct TakeStream {
+    upstream: Option<BoxStream>,
+    left: u64,
+}
+
+impl ElementStream for TakeStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        let up = self.upstream.as_mut()?;
+        let item = up.next();
+        if matches!(item, Some(Ok(_))) {
+            self.left -= 1;
+        }
+        if self.left == 0 || item.is_none() {
+            self.upstream = None;
+        }
+        item
+    }
+}

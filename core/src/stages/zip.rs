@@ -1,0 +1,77 @@
+//! `zip`: combine the i-th elements of several datasets.
+
+use std::any::Any;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stream::{BoxStream, ElementStream};
+
+/// Yields one element per position holding the values of every input's element there
+/// (names must not clash). Ends with the shortest input. The id and provenance are those of
+/// the first input's element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ZipSpec {}
+
+impl Stage for ZipSpec {
+    fn name(&self) -> &'static str {
+        "zip"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        if inputs.is_empty() {
+            return Err(Error::invalid("zip needs at least one input"));
+        }
+        Ok(Box::new(ZipStream {
+            inputs: inputs.iter().map(Input::open).collect::<Result<_>>()?,
+            ctx: ctx.clone(),
+        }))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct ZipStream {
+    inputs: Vec<BoxStream>,
+    ctx: BuildContext,
+}
+
+impl ElementStream for ZipStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            let mut parts = Vec::with_capacity(self.inputs.len());
+            for s in &mut self.inputs {
+                match s.next()? {
+                    Ok(e) => parts.push(e),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            let mut out = parts[0].clone();
+            let mut clash = None;
+            for p in &parts[1..] {
+                for (name, v) in p.iter() {
+                    if out.get(name).is_some() {
+                        clash = Some(name.to_string());
+                    }
+                    out.insert(name, v.clone());
+                }
+            }
+            match clash {
+                None => return Some(Ok(out)),
+                Some(name) => {
+                    let e = Error::data(format!(
+                        "zip: two inputs have a value named {name:?}; rename one with a map first"
+                    ));
+                    if let Some(e) = self.ctx.on_error(self.ctx.element_error(&parts[0], e)) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}

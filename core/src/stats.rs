@@ -1,0 +1,299 @@
+//! Per-stage statistics and the bottleneck report.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// Live counters of one running stage. Cheap to update from any thread (relaxed atomics).
+#[derive(Debug, Default)]
+pub struct StageMetrics {
+    elements_in: AtomicU64,
+    elements_out: AtomicU64,
+    bytes_out: AtomicU64,
+    busy_ns: AtomicU64,
+    wait_upstream_ns: AtomicU64,
+    wait_downstream_ns: AtomicU64,
+    consumer_wait_ns: AtomicU64,
+    buffer_len: AtomicU64,
+    buffer_capacity: AtomicU64,
+    buffer_samples: AtomicU64,
+    buffer_sum: AtomicU64,
+    workers: AtomicU64,
+    skipped: AtomicU64,
+}
+
+impl StageMetrics {
+    /// Counts elements a source read from outside the pipeline (stages with inputs are
+    /// credited with their inputs' output automatically).
+    pub fn add_in(&self, n: u64) {
+        self.elements_in.fetch_add(n, Relaxed);
+    }
+    /// Counts an element handed downstream, of `bytes` bytes.
+    pub fn add_out(&self, bytes: u64) {
+        self.elements_out.fetch_add(1, Relaxed);
+        self.bytes_out.fetch_add(bytes, Relaxed);
+    }
+    /// Adds time spent doing the stage's own work.
+    pub fn add_busy(&self, d: Duration) {
+        self.busy_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+    }
+    /// Adds time spent blocked waiting for upstream.
+    pub fn add_wait_upstream(&self, d: Duration) {
+        self.wait_upstream_ns
+            .fetch_add(d.as_nanos() as u64, Relaxed);
+    }
+    /// Adds time spent blocked because the output buffer was full.
+    pub fn add_wait_downstream(&self, d: Duration) {
+        self.wait_downstream_ns
+            .fetch_add(d.as_nanos() as u64, Relaxed);
+    }
+    /// Adds time the consumer spent blocked in this stage's `next` (excluding time inside
+    /// upstream stages called on the same thread).
+    pub fn add_consumer_wait(&self, d: Duration) {
+        self.consumer_wait_ns
+            .fetch_add(d.as_nanos() as u64, Relaxed);
+    }
+    /// Records the output buffer's occupancy.
+    pub fn sample_buffer(&self, len: usize, capacity: usize) {
+        self.buffer_len.store(len as u64, Relaxed);
+        self.buffer_capacity.store(capacity as u64, Relaxed);
+        self.buffer_samples.fetch_add(1, Relaxed);
+        self.buffer_sum.fetch_add(len as u64, Relaxed);
+    }
+    /// Sets the number of worker threads.
+    pub fn set_workers(&self, n: usize) {
+        self.workers.store(n as u64, Relaxed);
+    }
+    /// Counts an element skipped under the skip error policy.
+    pub fn add_skipped(&self, n: u64) {
+        self.skipped.fetch_add(n, Relaxed);
+    }
+}
+
+/// A snapshot of one stage's statistics.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StageStats {
+    /// Index of the stage in the pipeline (sources first).
+    pub index: usize,
+    /// The stage's kind, e.g. `map` or `tfrecord`.
+    pub name: String,
+    /// Elements taken from upstream.
+    pub elements_in: u64,
+    /// Elements handed downstream.
+    pub elements_out: u64,
+    /// Bytes of the elements handed downstream.
+    pub bytes_out: u64,
+    /// Time doing the stage's own work, summed over its threads.
+    pub busy_seconds: f64,
+    /// Time blocked waiting on upstream, summed over its threads.
+    pub wait_upstream_seconds: f64,
+    /// Time blocked on a full output buffer (the consumer is slower), summed over threads.
+    pub wait_downstream_seconds: f64,
+    /// Time the stage's consumer spent waiting on this stage (its own work or its buffer).
+    pub consumer_wait_seconds: f64,
+    /// Worker threads (0: runs on its consumer's thread).
+    pub workers: u64,
+    /// Busy time as a fraction of the wall time available to the stage's threads.
+    pub busy_fraction: f64,
+    /// Output buffer: last occupancy, capacity and mean occupancy (0 without a buffer).
+    pub buffer_len: u64,
+    /// See `buffer_len`.
+    pub buffer_capacity: u64,
+    /// See `buffer_len`.
+    pub buffer_mean: f64,
+    /// Elements skipped under the skip error policy.
+    pub skipped: u64,
+}
+
+/// Statistics of a pipeline run (the latest iteration of a dataset).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PipelineStats {
+    /// Wall time since the iteration started.
+    pub wall_seconds: f64,
+    /// Elements the pipeline produced.
+    pub elements: u64,
+    /// Elements skipped in all stages under the skip error policy.
+    pub skipped: u64,
+    /// Every stage, sources first.
+    pub stages: Vec<StageStats>,
+    /// Index (in `stages`) of the bottleneck, if any stage did measurable work.
+    pub bottleneck: Option<usize>,
+}
+
+impl PipelineStats {
+    /// The stage that limits throughput: the busiest stage relative to the threads it has
+    /// (a saturated stage starves everything downstream), ties going to the stage its
+    /// consumer waited on longest.
+    pub fn bottleneck(&self) -> Option<&StageStats> {
+        self.bottleneck.map(|i| &self.stages[i])
+    }
+
+    /// A human-readable table with the bottleneck named.
+    pub fn report(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:>3} {:<16} {:>10} {:>10} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9}",
+            "#",
+            "stage",
+            "in",
+            "out",
+            "workers",
+            "busy%",
+            "wait up",
+            "wait down",
+            "waited on",
+            "buffer"
+        );
+        for st in &self.stages {
+            let _ = writeln!(
+                s,
+                "{:>3} {:<16} {:>10} {:>10} {:>7} {:>5.0}% {:>8.3}s {:>8.3}s {:>8.3}s {:>9}",
+                st.index,
+                st.name,
+                st.elements_in,
+                st.elements_out,
+                st.workers,
+                st.busy_fraction * 100.0,
+                st.wait_upstream_seconds,
+                st.wait_downstream_seconds,
+                st.consumer_wait_seconds,
+                if st.buffer_capacity > 0 {
+                    format!("{:.1}/{}", st.buffer_mean, st.buffer_capacity)
+                } else {
+                    "-".to_string()
+                },
+            );
+        }
+        let _ = write!(
+            s,
+            "{} elements in {:.3}s ({:.0}/s)",
+            self.elements,
+            self.wall_seconds,
+            self.elements as f64 / self.wall_seconds.max(1e-9)
+        );
+        if self.skipped > 0 {
+            let _ = write!(s, ", {} skipped", self.skipped);
+        }
+        match self.bottleneck() {
+            Some(b) => {
+                let _ = write!(
+                    s,
+                    "\nbottleneck: #{} {} (busy {:.0}% of its {} thread(s))",
+                    b.index,
+                    b.name,
+                    b.busy_fraction * 100.0,
+                    b.workers.max(1)
+                );
+            }
+            None => s.push_str("\nbottleneck: none measured"),
+        }
+        s
+    }
+}
+
+/// A registered stage: (index, name, indices of its inputs, metrics).
+type Registered = (usize, String, Vec<usize>, Arc<StageMetrics>);
+
+/// The registry of a running pipeline's stages.
+#[derive(Debug)]
+pub(crate) struct StatsRegistry {
+    started: Instant,
+    stages: std::sync::Mutex<Vec<Registered>>,
+    produced: AtomicU64,
+}
+
+impl StatsRegistry {
+    pub(crate) fn new() -> Self {
+        StatsRegistry {
+            started: Instant::now(),
+            stages: Default::default(),
+            produced: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn register(
+        &self,
+        index: usize,
+        name: &str,
+        inputs: Vec<usize>,
+    ) -> Arc<StageMetrics> {
+        let m = Arc::new(StageMetrics::default());
+        let mut stages = self.stages.lock().expect("stats lock");
+        // A stage re-opened (by repeat) keeps accumulating into the same metrics.
+        if let Some((_, _, _, existing)) = stages.iter().find(|(i, _, _, _)| *i == index) {
+            return Arc::clone(existing);
+        }
+        stages.push((index, name.to_string(), inputs, Arc::clone(&m)));
+        m
+    }
+
+    pub(crate) fn produced(&self) {
+        self.produced.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> PipelineStats {
+        let wall = self.started.elapsed().as_secs_f64();
+        let stages = self.stages.lock().expect("stats lock");
+        let mut out: Vec<StageStats> = stages
+            .iter()
+            .map(|(index, name, inputs, m)| {
+                let secs = |a: &AtomicU64| a.load(Relaxed) as f64 / 1e9;
+                let workers = m.workers.load(Relaxed);
+                let busy = secs(&m.busy_ns);
+                let samples = m.buffer_samples.load(Relaxed);
+                StageStats {
+                    index: *index,
+                    name: name.clone(),
+                    elements_in: m.elements_in.load(Relaxed)
+                        + inputs
+                            .iter()
+                            .filter_map(|i| stages.iter().find(|s| s.0 == *i))
+                            .map(|s| s.3.elements_out.load(Relaxed))
+                            .sum::<u64>(),
+                    elements_out: m.elements_out.load(Relaxed),
+                    bytes_out: m.bytes_out.load(Relaxed),
+                    busy_seconds: busy,
+                    wait_upstream_seconds: secs(&m.wait_upstream_ns),
+                    wait_downstream_seconds: secs(&m.wait_downstream_ns),
+                    consumer_wait_seconds: secs(&m.consumer_wait_ns),
+                    workers,
+                    busy_fraction: if wall > 0.0 {
+                        (busy / (wall * workers.max(1) as f64)).min(1.0)
+                    } else {
+                        0.0
+                    },
+                    buffer_len: m.buffer_len.load(Relaxed),
+                    buffer_capacity: m.buffer_capacity.load(Relaxed),
+                    buffer_mean: if samples > 0 {
+                        m.buffer_sum.load(Relaxed) as f64 / samples as f64
+                    } else {
+                        0.0
+                    },
+                    skipped: m.skipped.load(Relaxed),
+                }
+            })
+            .collect();
+        out.sort_by_key(|s| s.index);
+        let bottleneck = out
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.busy_seconds > 0.0)
+            .max_by(|(_, a), (_, b)| {
+                a.busy_fraction
+                    .total_cmp(&b.busy_fraction)
+                    .then(a.consumer_wait_seconds.total_cmp(&b.consumer_wait_seconds))
+            })
+            .map(|(i, _)| i);
+        PipelineStats {
+            wall_seconds: wall,
+            elements: self.produced.load(Relaxed),
+            skipped: out.iter().map(|s| s.skipped).sum(),
+            stages: out,
+            bottleneck,
+        }
+    }
+}
