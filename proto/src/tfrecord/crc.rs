@@ -29,6 +29,8 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    // The formula as TensorFlow spells it, not as `rotate_right`.
+    #[allow(clippy::manual_rotate)]
     fn mask_matches_the_formula_in_tensorflow() {
         // ((crc >> 15) | (crc << 17)) + 0xa282ead8, wrapping.
         for crc in [0u32, 1, 0xffff_ffff, 0x8000_0000, 0x1234_5678] {
