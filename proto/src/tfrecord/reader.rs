@@ -471,7 +471,19 @@ impl<R: Read> std::fmt::Debug for TfRecordReader<R> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::{self, Read};
+
     use super::*;
+    use crate::tfrecord::TfRecordWriter;
+
+    /// An uncompressed stream of `records`.
+    fn file(records: &[&[u8]]) -> Vec<u8> {
+        let mut w = TfRecordWriter::new(Vec::new(), Compression::None).unwrap();
+        for r in records {
+            w.write_record(r).unwrap();
+        }
+        w.finish().unwrap()
+    }
 
     /// A record header claiming `length` bytes, with a valid length checksum.
     fn header(length: u64) -> Vec<u8> {
@@ -481,21 +493,362 @@ mod tests {
         h
     }
 
+    /// Reads `bytes` to the end: the records' data and the error that ended the stream.
+    fn read_all(bytes: &[u8], options: ReaderOptions) -> (Vec<Bytes>, Option<Error>) {
+        let mut reader = TfRecordReader::new(bytes, "t", options);
+        let mut records = Vec::new();
+        loop {
+            match reader.read_record() {
+                Ok(Some(r)) => records.push(r.data),
+                Ok(None) => return (records, None),
+                Err(e) => {
+                    // Fused: nothing more after an error.
+                    assert!(matches!(reader.read_record(), Ok(None)));
+                    assert!(reader.next().is_none());
+                    return (records, Some(e));
+                }
+            }
+        }
+    }
+
+    fn plain() -> ReaderOptions {
+        ReaderOptions::default().with_compression(Compression::None)
+    }
+
+    #[test]
+    fn a_partial_header_is_a_truncated_record_at_its_start() {
+        let good = file(&[b"abc"]);
+        assert_eq!(good.len(), 19);
+        for extra in 1..HEADER_LEN {
+            // After a record: the record comes back, then the partial header is reported.
+            let mut bytes = good.clone();
+            bytes.extend(std::iter::repeat_n(0u8, extra));
+            for options in [plain(), ReaderOptions::default()] {
+                let (records, err) = read_all(&bytes, options);
+                assert_eq!(records, [&b"abc"[..]]);
+                match err {
+                    Some(Error::TruncatedRecord {
+                        offset: 19,
+                        index: 1,
+                        ..
+                    }) => {}
+                    other => panic!("{extra} trailing bytes: {other:?}"),
+                }
+            }
+            // Alone: truncated at 0 (zero bytes are not detected as GZIP or ZLIB).
+            let (records, err) = read_all(&bytes[19..], ReaderOptions::default());
+            assert!(records.is_empty());
+            assert!(matches!(
+                err,
+                Some(Error::TruncatedRecord {
+                    offset: 0,
+                    index: 0,
+                    ..
+                })
+            ));
+            assert_eq!(
+                err.unwrap().tensorflow_message().unwrap(),
+                "truncated record at 0"
+            );
+        }
+    }
+
+    #[test]
+    fn truncated_data_or_footer_is_reported_at_the_record_start() {
+        let bytes = file(&[b"first", b"second"]);
+        let second = 12 + 5 + 4;
+        for cut in second + HEADER_LEN..bytes.len() {
+            let (records, err) = read_all(&bytes[..cut], plain());
+            assert_eq!(records, [&b"first"[..]]);
+            let err = err.expect("truncated");
+            assert!(
+                matches!(
+                    err,
+                    Error::TruncatedRecord {
+                        offset: 21,
+                        index: 1,
+                        ..
+                    }
+                ),
+                "cut at {cut}: {err:?}"
+            );
+            assert_eq!(err.to_string(), "t: truncated record at 21");
+        }
+    }
+
+    #[test]
+    fn a_bad_length_checksum_is_corrupted_at_the_record_start() {
+        let mut bytes = file(&[b"one", b"two"]);
+        // Damage the second record's length CRC (bytes 19+8..19+12).
+        bytes[19 + 9] ^= 0x40;
+        for policy in [CorruptionPolicy::Fail, CorruptionPolicy::SkipBadData] {
+            let (records, err) = read_all(&bytes, plain().with_corruption_policy(policy));
+            assert_eq!(records, [&b"one"[..]]);
+            match err {
+                Some(Error::CorruptedRecord {
+                    offset: 19,
+                    index: 1,
+                    checksum: Checksum::Length,
+                    ..
+                }) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        // Damaging the length itself is the same error.
+        let mut bytes = file(&[b"one"]);
+        bytes[0] ^= 1;
+        let (records, err) = read_all(&bytes, plain());
+        assert!(records.is_empty());
+        assert!(matches!(
+            err,
+            Some(Error::CorruptedRecord {
+                offset: 0,
+                checksum: Checksum::Length,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_bad_data_checksum_fails_at_start_plus_12_and_does_not_advance() {
+        let mut bytes = file(&[b"one", b"two", b"three"]);
+        bytes[19 + 12] ^= 0x80; // the second record's first data byte
+        let mut reader = TfRecordReader::new(&bytes[..], "t", plain());
+        assert_eq!(reader.read_record().unwrap().unwrap().data, &b"one"[..]);
+        let err = reader.read_record().unwrap_err();
+        assert!(matches!(
+            err,
+            Error::CorruptedRecord {
+                offset: 31,
+                index: 1,
+                checksum: Checksum::Data,
+                ..
+            }
+        ));
+        assert_eq!(reader.stream_offset(), 19);
+        assert_eq!(reader.records(), 1);
+        assert_eq!(reader.skipped(), 0);
+        assert!(reader.read_record().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_length_above_the_limit_is_refused_before_allocating() {
+        let mut bytes = file(&[b"ok"]);
+        bytes.extend_from_slice(&header(101));
+        bytes.extend_from_slice(&[0; 105]); // even a complete record is refused
+        let (records, err) = read_all(&bytes, plain().with_max_record_len(100));
+        assert_eq!(records, [&b"ok"[..]]);
+        match err {
+            Some(e @ Error::RecordTooLarge { .. }) => {
+                let Error::RecordTooLarge {
+                    offset,
+                    index,
+                    length,
+                    limit,
+                    ..
+                } = e
+                else {
+                    unreachable!()
+                };
+                assert_eq!((offset, index, length, limit), (18, 1, 101, 100));
+                assert!(e.to_string().contains("claims 101 bytes"), "{e}");
+                assert_eq!(e.tensorflow_message(), None);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A record of exactly the limit is fine.
+        let bytes = file(&[&[7; 100]]);
+        let (records, err) = read_all(&bytes, plain().with_max_record_len(100));
+        assert!(err.is_none());
+        assert_eq!(records[0].len(), 100);
+        // An absurd length under the default limit (1 GiB) allocates nothing.
+        for length in [u64::MAX, 1 << 40, DEFAULT_MAX_RECORD_LEN + 1] {
+            let (records, err) = read_all(&header(length), ReaderOptions::default());
+            assert!(records.is_empty());
+            assert!(
+                matches!(err, Some(Error::RecordTooLarge { length: l, .. }) if l == length),
+                "{length}"
+            );
+        }
+    }
+
     #[test]
     fn an_absurd_length_without_a_limit_is_an_error_not_a_panic() {
         // `max_record_len: u64::MAX` switches the limit off; a header claiming (close to)
         // u64::MAX bytes must still be an error, never an arithmetic overflow.
         for length in [u64::MAX, u64::MAX - 15, u64::MAX - 16, isize::MAX as u64] {
-            let options = ReaderOptions::default()
-                .with_compression(Compression::None)
-                .with_max_record_len(u64::MAX);
-            let bytes = header(length);
-            let mut reader = TfRecordReader::new(&bytes[..], "t", options);
-            let err = reader.read_record().unwrap_err();
+            let (records, err) = read_all(&header(length), plain().with_max_record_len(u64::MAX));
+            assert!(records.is_empty());
             assert!(
-                matches!(err, Error::RecordTooLarge { length: l, .. } if l == length),
+                matches!(err, Some(Error::RecordTooLarge { length: l, .. }) if l == length),
                 "{length}: {err:?}"
             );
+        }
+    }
+
+    #[test]
+    fn the_skip_log_is_capped_but_every_skip_is_counted() {
+        let n = SKIPPED_LOG_LIMIT + 5;
+        let mut bytes = Vec::new();
+        for _ in 0..n {
+            // Empty records with a wrong data checksum.
+            bytes.extend_from_slice(&header(0));
+            bytes.extend_from_slice(&(masked_crc32c(b"") ^ 1).to_le_bytes());
+        }
+        bytes.extend_from_slice(&file(&[b"last"]));
+        let options = plain().with_corruption_policy(CorruptionPolicy::SkipBadData);
+        let mut reader = TfRecordReader::new(&bytes[..], "t", options);
+        let records: Vec<_> = reader.by_ref().collect::<Result<_>>().unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].data, &b"last"[..]);
+        assert_eq!(records[0].index, n as u64);
+        assert_eq!(records[0].offset, 16 * n as u64);
+        assert_eq!(reader.skipped(), n as u64);
+        assert_eq!(reader.skipped_records().len(), SKIPPED_LOG_LIMIT);
+        assert_eq!(
+            reader.skipped_records()[7],
+            SkippedRecord {
+                offset: 7 * 16,
+                index: 7,
+                length: 0
+            }
+        );
+        assert_eq!(reader.records(), 1);
+        assert_eq!(reader.record_bytes(), 4);
+        assert_eq!(reader.stream_offset(), bytes.len() as u64);
+    }
+
+    #[test]
+    fn counters_and_detected_compression() {
+        let mut gz = TfRecordWriter::new(Vec::new(), Compression::Gzip).unwrap();
+        gz.write_record(b"ab").unwrap();
+        gz.write_record(b"").unwrap();
+        let gz = gz.finish().unwrap();
+        let mut reader = TfRecordReader::new(&gz[..], "t", ReaderOptions::default());
+        assert_eq!(reader.compression(), Compression::Auto);
+        assert_eq!(reader.name(), "t");
+        let records: Vec<_> = reader.by_ref().collect::<Result<_>>().unwrap();
+        assert_eq!(reader.compression(), Compression::Gzip);
+        assert_eq!((records[1].offset, records[1].index), (18, 1));
+        assert_eq!(reader.records(), 2);
+        assert_eq!(reader.record_bytes(), 2);
+        assert_eq!(reader.stream_offset(), 18 + 16);
+        assert!(format!("{reader:?}").contains("Gzip"));
+    }
+
+    #[test]
+    fn any_buffer_size_including_zero_reads_the_same_records() {
+        let records: Vec<Vec<u8>> = (0..20).map(|i| vec![i as u8; i * 7]).collect();
+        let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        let bytes = file(&refs);
+        for buffer_size in [0, 1, 2, 11, 12, 13, 16, 100, 1 << 20] {
+            let options = ReaderOptions {
+                buffer_size,
+                ..plain()
+            };
+            let (got, err) = read_all(&bytes, options);
+            assert!(err.is_none());
+            assert_eq!(got, records, "buffer_size {buffer_size}");
+        }
+    }
+
+    /// A reader that hands out one byte at a time, interrupted before every byte, then
+    /// fails with `fail` (or ends) when its data runs out.
+    struct Stuttering {
+        data: Vec<u8>,
+        pos: usize,
+        interrupt: bool,
+        fail: Option<io::ErrorKind>,
+    }
+
+    impl Read for Stuttering {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            if self.pos == self.data.len() {
+                return match self.fail {
+                    Some(kind) => Err(io::Error::new(kind, "disk on fire")),
+                    None => Ok(0),
+                };
+            }
+            buf[0] = self.data[self.pos];
+            self.pos += 1;
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn interrupted_reads_are_retried_and_io_errors_are_reported_with_the_offset() {
+        let bytes = file(&[b"x", b"yz"]);
+        for compression in [Compression::Auto, Compression::None] {
+            let input = Stuttering {
+                data: bytes.clone(),
+                pos: 0,
+                interrupt: false,
+                fail: None,
+            };
+            let options = ReaderOptions::default().with_compression(compression);
+            let got: Vec<_> = TfRecordReader::new(input, "t", options)
+                .map(|r| r.unwrap().data)
+                .collect();
+            assert_eq!(got, [&b"x"[..], &b"yz"[..]]);
+        }
+        // The input fails inside the second record: reported as I/O at the bytes read.
+        let input = Stuttering {
+            data: bytes[..25].to_vec(),
+            pos: 0,
+            interrupt: false,
+            fail: Some(io::ErrorKind::BrokenPipe),
+        };
+        let (records, err) = {
+            let mut reader = TfRecordReader::new(input, "t", plain());
+            let first = reader.read_record().unwrap().unwrap();
+            (first, reader.read_record().unwrap_err())
+        };
+        assert_eq!(records.data, &b"x"[..]);
+        match err {
+            Error::Io { offset, source, .. } => {
+                assert_eq!(offset, 25);
+                assert_eq!(source.kind(), io::ErrorKind::BrokenPipe);
+            }
+            other => panic!("{other:?}"),
+        }
+        // The same with auto-detection failing while reading the first bytes.
+        let input = Stuttering {
+            data: vec![],
+            pos: 0,
+            interrupt: false,
+            fail: Some(io::ErrorKind::BrokenPipe),
+        };
+        let (_, err) = {
+            let mut reader = TfRecordReader::new(input, "t", ReaderOptions::default());
+            ((), reader.read_record().unwrap_err())
+        };
+        assert!(matches!(err, Error::Io { offset: 0, .. }), "{err:?}");
+    }
+
+    #[test]
+    fn damaged_compressed_streams_are_decompress_errors() {
+        for compression in [Compression::Gzip, Compression::Zlib] {
+            let mut w = TfRecordWriter::new(Vec::new(), compression).unwrap();
+            w.write_record(&[42; 1000]).unwrap();
+            let mut bytes = w.finish().unwrap();
+            // The last byte is in the GZIP (CRC32, size) or ZLIB (Adler-32) trailer.
+            let last = bytes.len() - 1;
+            bytes[last] ^= 0xff;
+            let (records, err) = read_all(&bytes, ReaderOptions::default());
+            // The record itself may come back (its own checksums are good), never other data.
+            assert!(records.iter().all(|r| r[..] == [42; 1000]), "{compression}");
+            assert!(records.len() <= 1);
+            match err {
+                Some(e @ Error::Decompress { .. }) => {
+                    let prefix = format!("t: {compression} stream is damaged");
+                    assert!(e.to_string().starts_with(&prefix), "{e}");
+                }
+                other => panic!("{compression}: {other:?}"),
+            }
         }
     }
 }
