@@ -138,7 +138,7 @@ fn skip_policy_skips_corrupt_records_and_the_rest_of_a_truncated_file() {
 #[test]
 fn stats_count_elements_and_name_the_bottleneck() {
     let ds = Dataset::range(0, 200)
-        .map(|e| Ok(e))
+        .map(Ok)
         .map_with(MapSpec::parallel(2), |e, _| {
             std::thread::sleep(Duration::from_micros(500));
             Ok(e)

@@ -299,7 +299,7 @@ fn a_second_writer_on_the_same_cache_gets_a_clear_error() {
     let ds = range(20, 1).cache(CacheSpec::Directory(dir.path().to_path_buf()));
     let mut first = ds.iter().unwrap();
     assert!(first.next().unwrap().is_ok());
-    let err = ds.iter().err().expect("the second writer is refused");
+    let err = ds.iter().expect_err("the second writer is refused");
     assert!(
         err.to_string()
             .contains("another pipeline is writing this cache"),
