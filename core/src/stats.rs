@@ -94,6 +94,10 @@ pub struct StageStats {
     pub wait_downstream_seconds: f64,
     /// Time the stage's consumer spent waiting on this stage (its own work or its buffer).
     pub consumer_wait_seconds: f64,
+    /// The share of all waiting in the pipeline that this stage causes: its consumer's
+    /// waits on it, plus waits passed down to it by the stages above whose workers were
+    /// themselves starved by it. The bottleneck is the stage with the most.
+    pub caused_wait_seconds: f64,
     /// Worker threads (0: runs on its consumer's thread).
     pub workers: u64,
     /// Busy time as a fraction of the wall time available to the stage's threads.
@@ -124,9 +128,8 @@ pub struct PipelineStats {
 }
 
 impl PipelineStats {
-    /// The stage that limits throughput: the busiest stage relative to the threads it has
-    /// (a saturated stage starves everything downstream), ties going to the stage its
-    /// consumer waited on longest.
+    /// The stage that limits throughput: the one whose consumers wait on it most
+    /// (see [`StageStats::caused_wait_seconds`]).
     pub fn bottleneck(&self) -> Option<&StageStats> {
         self.bottleneck.map(|i| &self.stages[i])
     }
@@ -182,9 +185,10 @@ impl PipelineStats {
             Some(b) => {
                 let _ = write!(
                     s,
-                    "\nbottleneck: #{} {} (busy {:.0}% of its {} thread(s))",
+                    "\nbottleneck: #{} {} (the pipeline waited {:.3}s on it; busy {:.0}% of its {} thread(s))",
                     b.index,
                     b.name,
+                    b.caused_wait_seconds,
                     b.busy_fraction * 100.0,
                     b.workers.max(1)
                 );
@@ -260,6 +264,7 @@ impl StatsRegistry {
                     wait_upstream_seconds: secs(&m.wait_upstream_ns),
                     wait_downstream_seconds: secs(&m.wait_downstream_ns),
                     consumer_wait_seconds: secs(&m.consumer_wait_ns),
+                    caused_wait_seconds: 0.0,
                     workers,
                     busy_fraction: if wall > 0.0 {
                         (busy / (wall * workers.max(1) as f64)).min(1.0)
@@ -278,16 +283,7 @@ impl StatsRegistry {
             })
             .collect();
         out.sort_by_key(|s| s.index);
-        let bottleneck = out
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.busy_seconds > 0.0)
-            .max_by(|(_, a), (_, b)| {
-                a.busy_fraction
-                    .total_cmp(&b.busy_fraction)
-                    .then(a.consumer_wait_seconds.total_cmp(&b.consumer_wait_seconds))
-            })
-            .map(|(i, _)| i);
+        let bottleneck = attribute_waits(&mut out, &stages);
         PipelineStats {
             wall_seconds: wall,
             elements: self.produced.load(Relaxed),
@@ -296,4 +292,52 @@ impl StatsRegistry {
             bottleneck,
         }
     }
+}
+
+/// Attributes the consumers' waiting to the stages that cause it and returns the position
+/// (in `out`) of the stage causing the most.
+///
+/// A stage that runs on its consumer's thread causes the time measured inside it (upstream
+/// time excluded). A stage with worker threads (a buffer) causes the share of the waits on
+/// it during which its workers were working; the share during which they were waiting on
+/// their own input is passed down to that input, which is the true cause.
+fn attribute_waits(out: &mut [StageStats], stages: &[Registered]) -> Option<usize> {
+    let indices: Vec<usize> = out.iter().map(|s| s.index).collect();
+    let pos = |index: usize| indices.iter().position(|&i| i == index);
+    for s in out.iter_mut() {
+        s.caused_wait_seconds = s.consumer_wait_seconds;
+    }
+    // Consumers have higher indices than their inputs: walk from the top down.
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(out[i].index));
+    for i in order {
+        let s = &out[i];
+        if s.workers == 0 {
+            continue;
+        }
+        let inputs: Vec<usize> = stages
+            .iter()
+            .find(|r| r.0 == s.index)
+            .map(|r| r.2.iter().filter_map(|&x| pos(x)).collect())
+            .unwrap_or_default();
+        if inputs.is_empty() {
+            continue;
+        }
+        let total = s.busy_seconds + s.wait_upstream_seconds;
+        let starved = if total > 0.0 {
+            s.wait_upstream_seconds / total
+        } else {
+            0.0
+        };
+        let passed = s.caused_wait_seconds * starved;
+        out[i].caused_wait_seconds -= passed;
+        for &j in &inputs {
+            out[j].caused_wait_seconds += passed / inputs.len() as f64;
+        }
+    }
+    out.iter()
+        .enumerate()
+        .filter(|(_, s)| s.caused_wait_seconds > 0.0)
+        .max_by(|(_, a), (_, b)| a.caused_wait_seconds.total_cmp(&b.caused_wait_seconds))
+        .map(|(i, _)| i)
 }

@@ -315,3 +315,23 @@ fn ragged_batches_of_varlen_features() -> Result<()> {
     assert_eq!(r.values.as_i64().unwrap(), &[0, 1, 0, 1, 2]);
     Ok(())
 }
+
+#[test]
+fn a_starved_prefetch_passes_the_blame_to_the_slow_stage_above_it() {
+    let ds = Dataset::range(0, 60)
+        .map(|e| {
+            std::thread::sleep(Duration::from_millis(1));
+            Ok(e)
+        })
+        .prefetch(BufferSize::Fixed(4));
+    assert_eq!(ds.iter().unwrap().count(), 60);
+    let stats = ds.stats().unwrap();
+    let b = stats.bottleneck().unwrap();
+    assert_eq!(b.name, "map", "{}", stats.report());
+    let prefetch = stats.stages.iter().find(|s| s.name == "prefetch").unwrap();
+    assert!(
+        prefetch.consumer_wait_seconds > 0.03,
+        "the consumer did wait on prefetch's empty buffer"
+    );
+    assert!(prefetch.caused_wait_seconds < b.caused_wait_seconds);
+}

@@ -21,7 +21,14 @@ pub(crate) struct PrefetchStream {
 
 impl PrefetchStream {
     /// Starts a thread pulling `upstream` into a buffer of `capacity` elements.
-    pub(crate) fn start(mut upstream: BoxStream, capacity: usize, ctx: &BuildContext) -> Self {
+    /// `upstream_is_work`: time in `upstream.next()` is this stage's own work (an
+    /// interleave's file reader) rather than waiting on another stage (prefetch).
+    pub(crate) fn start(
+        mut upstream: BoxStream,
+        capacity: usize,
+        upstream_is_work: bool,
+        ctx: &BuildContext,
+    ) -> Self {
         let capacity = capacity.max(1);
         let (tx, rx) = bounded(capacity);
         let (stop_tx, stop_rx) = bounded::<()>(0);
@@ -33,7 +40,11 @@ impl PrefetchStream {
                 loop {
                     let t = Instant::now();
                     let Some(item) = upstream.next() else { return };
-                    tctx.metrics().add_wait_upstream(t.elapsed());
+                    if upstream_is_work {
+                        tctx.metrics().add_busy(t.elapsed());
+                    } else {
+                        tctx.metrics().add_wait_upstream(t.elapsed());
+                    }
                     let t = Instant::now();
                     select! {
                         send(tx, item) -> r => if r.is_err() { return },

@@ -157,7 +157,7 @@ impl InterleaveStream {
                 Ok(s) => {
                     self.slots[slot] = Some(if self.parallel {
                         let buffer = (2 * self.stage.spec.block_length).max(8);
-                        Slot::Threaded(PrefetchStream::start(s, buffer, &self.ctx))
+                        Slot::Threaded(PrefetchStream::start(s, buffer, true, &self.ctx))
                     } else {
                         Slot::Inline(s)
                     });

@@ -61,7 +61,9 @@ impl Stage for PrefetchSpec {
         };
         let upstream = crate::stages::single_input(inputs, "prefetch")?.open()?;
         ctx.metrics().set_workers(1);
-        Ok(Box::new(PrefetchStream::start(upstream, capacity, ctx)))
+        Ok(Box::new(PrefetchStream::start(
+            upstream, capacity, false, ctx,
+        )))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -1,0 +1,128 @@
+//! The reference pipelines of `../shared/bench/tfdata_baseline.py`, in Sluice, on the same
+//! files, printing the same JSON, to compare side by side.
+//!
+//! ```sh
+//! python ../shared/bench/tfdata_baseline.py gen DIR          # 16 shards x 256 JPEG Examples
+//! cargo bench -p sluice-core --bench pipelines -- DIR read parse cache2
+//! python ../shared/bench/tfdata_baseline.py run DIR parse    # tf.data, same files
+//! ```
+//!
+//! - `read`: interleave 4 -> repeat 10 -> batch 256 (records/s, MB/s)
+//! - `parse`: interleave 4 -> repeat 5 -> batch 256 -> parse_example(image, label)
+//! - `cache2`: interleave 4 -> map(parse, decode JPEG, resize 64x64 f32) -> cache -> batch 64
+//!   -> prefetch; two epochs; the second (served from the memory cache) is reported.
+
+use std::time::Instant;
+
+use sluice_core::prelude::*;
+
+fn spec() -> ParseExampleSpec {
+    ParseExampleSpec::new([
+        ("image", FeatureSpec::scalar(FeatureType::String)),
+        ("label", FeatureSpec::scalar(FeatureType::Int64)),
+    ])
+}
+
+fn interleaved(dir: &str) -> Dataset {
+    Dataset::tfrecord([format!("{dir}/train.tfrecord-*")])
+        .expect("bench data (run tfdata_baseline.py gen DIR first)")
+        .interleave(InterleaveSpec::new(4).num_parallel(NumParallel::Auto))
+}
+
+fn small_one(e: Element) -> Result<Element> {
+    let jpeg = e
+        .tensor("image")
+        .and_then(|t| t.as_bytes_list())
+        .expect("image")[0]
+        .clone();
+    let img = image::load_from_memory_with_format(&jpeg, image::ImageFormat::Jpeg)
+        .map_err(sluice_core::Error::user)?
+        .to_rgb8();
+    let small = image::imageops::resize(&img, 64, 64, image::imageops::FilterType::Triangle);
+    let data: Vec<f32> = small.as_raw().iter().map(|&v| v as f32).collect();
+    let mut out = Element::new(e.id());
+    out.insert(
+        "image",
+        Tensor::new(&[64, 64, 3], TensorData::F32(data.into()))?,
+    );
+    out.insert("label", e.tensor("label").expect("label").clone());
+    Ok(out)
+}
+
+fn run(dir: &str, name: &str) {
+    let (ds, epochs, count): (Dataset, usize, fn(&Element) -> (usize, usize)) = match name {
+        "read" => (interleaved(dir).repeat(Some(10)).batch(256), 1, |b| {
+            let recs = b.tensor("record").unwrap().as_bytes_list().unwrap();
+            (recs.len(), recs.iter().map(|r| r.len()).sum())
+        }),
+        "parse" => (
+            interleaved(dir)
+                .repeat(Some(5))
+                .batch(256)
+                .parse_example(spec()),
+            1,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        "cache2" => (
+            interleaved(dir)
+                .parse_example(spec())
+                .map_with(MapSpec::parallel(NumParallel::Auto), |e, _| small_one(e))
+                .cache(CacheSpec::Memory)
+                .batch(64)
+                .prefetch(BufferSize::Auto),
+            2,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        other => panic!("unknown pipeline {other}"),
+    };
+    let mut last = (0usize, 0usize, 0f64);
+    let mut report = String::new();
+    for _ in 0..epochs {
+        let t = Instant::now();
+        let (mut n, mut bytes) = (0, 0);
+        for b in ds.iter().expect("pipeline builds") {
+            let (k, nb) = count(&b.expect("pipeline runs"));
+            n += k;
+            bytes += nb;
+        }
+        last = (n, bytes, t.elapsed().as_secs_f64());
+        report = ds.stats().map(|s| s.report()).unwrap_or_default();
+    }
+    let (n, bytes, secs) = last;
+    println!(
+        "{{\"system\": \"sluice {}\", \"pipeline\": \"{name}\", \"records\": {n}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"mb_per_s\": {}}}",
+        env!("CARGO_PKG_VERSION"),
+        n as f64 / secs,
+        if bytes > 0 {
+            format!("{:.1}", bytes as f64 / secs / 1e6)
+        } else {
+            "null".into()
+        }
+    );
+    eprintln!("{report}");
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let Some(dir) = args
+        .first()
+        .cloned()
+        .or_else(|| std::env::var("SLUICE_BENCH_DATA").ok())
+    else {
+        eprintln!(
+            "usage: cargo bench -p sluice-core --bench pipelines -- DIR [read|parse|cache2]..."
+        );
+        return;
+    };
+    let names: Vec<&str> = if args.len() > 1 {
+        args[1..].iter().map(String::as_str).collect()
+    } else {
+        vec!["read", "parse", "cache2"]
+    };
+    for name in names {
+        run(&dir, name);
+    }
+}
