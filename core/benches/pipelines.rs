@@ -49,8 +49,11 @@ fn small_one(e: Element) -> Result<Element> {
     Ok(out)
 }
 
+/// Counts (records, bytes) in one output batch.
+type Counter = fn(&Element) -> (usize, usize);
+
 fn run(dir: &str, name: &str) {
-    let (ds, epochs, count): (Dataset, usize, fn(&Element) -> (usize, usize)) = match name {
+    let (ds, epochs, count): (Dataset, usize, Counter) = match name {
         "read" => (interleaved(dir).repeat(Some(10)).batch(256), 1, |b| {
             let recs = b.tensor("record").unwrap().as_bytes_list().unwrap();
             (recs.len(), recs.iter().map(|r| r.len()).sum())
