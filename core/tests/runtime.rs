@@ -335,3 +335,30 @@ fn a_starved_prefetch_passes_the_blame_to_the_slow_stage_above_it() {
     );
     assert!(prefetch.caused_wait_seconds < b.caused_wait_seconds);
 }
+
+#[test]
+fn buffers_and_caches_respect_the_ram_budget() {
+    let budget = Options::default().with_ram_budget(10_000);
+    let err = Dataset::range(0, 100_000)
+        .shuffle(50_000)
+        .with_options(budget.clone())
+        .collect()
+        .unwrap_err();
+    assert!(matches!(err.root(), Error::RamBudget(_)), "{err}");
+    let err = Dataset::range(0, 100_000)
+        .cache(CacheSpec::Memory)
+        .with_options(budget.clone())
+        .collect()
+        .unwrap_err();
+    assert!(matches!(err.root(), Error::RamBudget(_)), "{err}");
+    // Within the budget both work.
+    assert_eq!(
+        Dataset::range(0, 100)
+            .shuffle(100)
+            .with_options(budget)
+            .collect()
+            .unwrap()
+            .len(),
+        100
+    );
+}

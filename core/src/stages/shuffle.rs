@@ -67,6 +67,8 @@ impl Stage for ShuffleSpec {
             buffer: Vec::with_capacity(self.buffer_size.min(1 << 16)),
             size: self.buffer_size,
             rng: key.rng(),
+            bytes: 0,
+            budget: ctx.options().ram_budget_bytes,
             ctx: ctx.clone(),
         }))
     }
@@ -81,6 +83,9 @@ struct ShuffleStream {
     buffer: Vec<Element>,
     size: usize,
     rng: ElementRng,
+    /// Bytes held in the buffer, checked against the RAM budget.
+    bytes: u64,
+    budget: u64,
     ctx: BuildContext,
 }
 
@@ -91,7 +96,19 @@ impl ElementStream for ShuffleStream {
                 break;
             };
             match up.next() {
-                Some(Ok(e)) => self.buffer.push(e),
+                Some(Ok(e)) => {
+                    self.bytes += e.nbytes() as u64;
+                    if self.bytes > self.budget {
+                        self.upstream = None;
+                        self.buffer.clear();
+                        return Some(Err(self.ctx.stream_error(Error::RamBudget(format!(
+                            "the shuffle buffer of {} elements holds more than the RAM budget of {} bytes; \
+                             use a smaller buffer_size or raise ram_budget_bytes",
+                            self.size, self.budget
+                        )))));
+                    }
+                    self.buffer.push(e);
+                }
                 Some(Err(e)) => return Some(Err(e)),
                 None => self.upstream = None,
             }
@@ -103,6 +120,8 @@ impl ElementStream for ShuffleStream {
             return None;
         }
         let i = self.rng.random_range(0..self.buffer.len());
-        Some(Ok(self.buffer.swap_remove(i)))
+        let e = self.buffer.swap_remove(i);
+        self.bytes -= e.nbytes() as u64;
+        Some(Ok(e))
     }
 }
