@@ -269,9 +269,9 @@ pub(crate) fn build_node(
         })
         .collect();
     let inner = stage.build(&inputs, &ctx)?;
-    Ok(Box::new(Instrumented {
+    Ok(Box::new(Instrumented::new(
         inner,
         metrics,
-        inline: stage.runs_inline(),
-    }))
+        stage.runs_inline(),
+    )))
 }

@@ -36,8 +36,18 @@ impl StageMetrics {
         self.elements_out.fetch_add(1, Relaxed);
         self.bytes_out.fetch_add(bytes, Relaxed);
     }
+    /// Counts `n` elements handed downstream, of `bytes` bytes in all.
+    pub fn add_out_many(&self, n: u64, bytes: u64) {
+        if n > 0 {
+            self.elements_out.fetch_add(n, Relaxed);
+            self.bytes_out.fetch_add(bytes, Relaxed);
+        }
+    }
     /// Adds time spent doing the stage's own work.
     pub fn add_busy(&self, d: Duration) {
+        if d.is_zero() {
+            return;
+        }
         self.busy_ns.fetch_add(d.as_nanos() as u64, Relaxed);
     }
     /// Adds time spent blocked waiting for upstream.

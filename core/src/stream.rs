@@ -42,11 +42,49 @@ thread_local! {
 
 /// Wraps every built stage: counts elements out and measures how long consumers wait on
 /// the stage itself, excluding time inside upstream stages called on the same thread.
+///
+/// Counts accumulate locally and reach the shared metrics every [`FLUSH_EVERY`] elements,
+/// at the end of the stream and on drop, to keep the per-element cost low.
 pub(crate) struct Instrumented {
-    pub(crate) inner: BoxStream,
-    pub(crate) metrics: Arc<StageMetrics>,
+    inner: BoxStream,
+    metrics: Arc<StageMetrics>,
     /// The stage does its work inside `next` on the consumer's thread.
-    pub(crate) inline: bool,
+    inline: bool,
+    local: Local,
+}
+
+/// Elements between flushes of an [`Instrumented`] stream's counters.
+const FLUSH_EVERY: u32 = 64;
+
+#[derive(Default)]
+struct Local {
+    elements: u32,
+    bytes: u64,
+    own_ns: u64,
+    nested_ns: u64,
+}
+
+impl Instrumented {
+    pub(crate) fn new(inner: BoxStream, metrics: Arc<StageMetrics>, inline: bool) -> Self {
+        Instrumented {
+            inner,
+            metrics,
+            inline,
+            local: Local::default(),
+        }
+    }
+
+    fn flush(&mut self) {
+        let l = std::mem::take(&mut self.local);
+        self.metrics.add_out_many(u64::from(l.elements), l.bytes);
+        let own = std::time::Duration::from_nanos(l.own_ns);
+        self.metrics.add_consumer_wait(own);
+        if self.inline {
+            self.metrics.add_busy(own);
+            self.metrics
+                .add_wait_upstream(std::time::Duration::from_nanos(l.nested_ns));
+        }
+    }
 }
 
 impl ElementStream for Instrumented {
@@ -54,18 +92,26 @@ impl ElementStream for Instrumented {
         let outer = NESTED_NS.with(|c| c.replace(0));
         let start = Instant::now();
         let item = self.inner.next();
-        let elapsed = start.elapsed();
-        let nested = NESTED_NS.with(|c| c.replace(outer + elapsed.as_nanos() as u64));
-        let own = elapsed.saturating_sub(std::time::Duration::from_nanos(nested));
-        self.metrics.add_consumer_wait(own);
-        if self.inline {
-            self.metrics.add_busy(own);
-            self.metrics
-                .add_wait_upstream(std::time::Duration::from_nanos(nested));
-        }
-        if let Some(Ok(e)) = &item {
-            self.metrics.add_out(e.nbytes() as u64);
+        let elapsed = start.elapsed().as_nanos() as u64;
+        let nested = NESTED_NS.with(|c| c.replace(outer + elapsed));
+        self.local.own_ns += elapsed.saturating_sub(nested);
+        self.local.nested_ns += nested;
+        match &item {
+            Some(Ok(e)) => {
+                self.local.elements += 1;
+                self.local.bytes += e.nbytes() as u64;
+                if self.local.elements >= FLUSH_EVERY {
+                    self.flush();
+                }
+            }
+            _ => self.flush(),
         }
         item
+    }
+}
+
+impl Drop for Instrumented {
+    fn drop(&mut self) {
+        self.flush();
     }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::rng::{ElementRng, StreamKey};
+use crate::rng::{StreamKey, StreamRng};
 use crate::stage::{BuildContext, Input, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
@@ -72,7 +72,7 @@ struct SampleStream {
     inputs: Vec<Option<BoxStream>>,
     weights: Vec<f64>,
     stop_on_empty: bool,
-    rng: ElementRng,
+    rng: StreamRng,
 }
 
 impl ElementStream for SampleStream {

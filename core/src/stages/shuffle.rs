@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::rng::{ElementRng, StreamKey};
+use crate::rng::{StreamKey, StreamRng};
 use crate::stage::{BuildContext, Input, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
@@ -82,7 +82,7 @@ struct ShuffleStream {
     upstream: Option<BoxStream>,
     buffer: Vec<Element>,
     size: usize,
-    rng: ElementRng,
+    rng: StreamRng,
     /// Bytes held in the buffer, checked against the RAM budget.
     bytes: u64,
     budget: u64,
