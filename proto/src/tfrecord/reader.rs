@@ -20,6 +20,8 @@ pub const FOOTER_LEN: usize = 4;
 pub const DEFAULT_MAX_RECORD_LEN: u64 = 1 << 30;
 /// Default [`ReaderOptions::buffer_size`]: 256 KiB.
 pub const DEFAULT_BUFFER_SIZE: usize = 256 << 10;
+/// Smallest read `fill` offers the input (unless a record needs less).
+const MIN_READ_SIZE: usize = 8 << 10;
 /// How many skipped records a reader remembers individually (all are counted).
 pub const SKIPPED_LOG_LIMIT: usize = 1024;
 
@@ -156,6 +158,8 @@ pub struct TfRecordReader<R: Read> {
     index: u64,
     eof: bool,
     done: bool,
+    /// How many bytes to offer the next read (see `fill`).
+    read_size: usize,
     records: u64,
     record_bytes: u64,
     skipped: u64,
@@ -190,6 +194,7 @@ impl<R: Read> TfRecordReader<R> {
             index: 0,
             eof: false,
             done: false,
+            read_size: options.buffer_size,
             records: 0,
             record_bytes: 0,
             skipped: 0,
@@ -392,19 +397,33 @@ impl<R: Read> TfRecordReader<R> {
     fn fill(&mut self, n: usize) -> Result<()> {
         while self.buf.len() < n && !self.eof {
             let len = self.buf.len();
+            // `reserve` reclaims the allocation when the records handed out from it have been
+            // dropped, so steady-state reading does not allocate.
             self.buf.reserve((n - len).max(self.options.buffer_size));
-            // Read into the whole spare capacity. `reserve` reclaims the allocation when the
-            // records handed out from it have been dropped, so steady-state reading does not
-            // allocate.
-            let cap = self.buf.capacity();
-            self.buf.resize(cap, 0);
+            // Safe code must initialize the bytes it reads into, and zeroing costs about as
+            // much as copying. So offer the input about as much as its last read returned
+            // (doubling while it fills all it is offered), and never less than `n` needs.
+            // Files and slices fill what they are offered, so they read the whole capacity; a
+            // GZIP/ZLIB decoder returns ~32 KiB a call (a pipe at most 64 KiB), and zeroing
+            // the whole spare capacity for each such read took a third of the time of reading
+            // a GZIP stream of incompressible records.
+            let spare = self.buf.capacity() - len;
+            let want = spare.min(self.read_size.max(n - len));
+            self.buf.resize(len + want, 0);
             let input = self.input.as_mut().expect("started");
             match input.read(&mut self.buf[len..]) {
                 Ok(0) => {
                     self.buf.truncate(len);
                     self.eof = true;
                 }
-                Ok(k) => self.buf.truncate(len + k),
+                Ok(k) => {
+                    self.buf.truncate(len + k);
+                    self.read_size = if k >= want {
+                        self.read_size.max(want.saturating_mul(2))
+                    } else {
+                        k.max(MIN_READ_SIZE)
+                    };
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => self.buf.truncate(len),
                 Err(source) => {
                     self.buf.truncate(len);
