@@ -6,6 +6,14 @@
 include!(concat!(env!("OUT_DIR"), "/tensorflow.rs"));
 include!(concat!(env!("OUT_DIR"), "/tensorflow.serde.rs"));
 
+/// The one `f32` magnitude whose shortest decimal does not read back through JSON:
+/// 7.038531e-26 (bits `0x15ae43fd`) is parsed, as every JSON reader parses numbers (serde_json,
+/// Python's `json_format`, protobuf's C++ parser), into the f64 lying exactly halfway between it
+/// and its neighbour `0x15ae43fe`, and rounding that to f32 picks the neighbour. It (and its
+/// negation) is printed as its exact f64 value instead, which reads back exactly. An exhaustive
+/// check over all 2^32 bit patterns (the ignored test `every_f32_survives_json`) finds no other.
+const DOUBLE_ROUNDING_F32: u32 = 0x15ae_43fd;
+
 /// `FloatList` in the canonical JSON mapping: `{"value": [numbers]}`, with non-finite values
 /// as the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (pbjson would print `null`), and the
 /// field omitted when empty.
@@ -22,6 +30,9 @@ impl serde::Serialize for FloatList {
                     v if v.is_nan() => s.serialize_str("NaN"),
                     f32::INFINITY => s.serialize_str("Infinity"),
                     f32::NEG_INFINITY => s.serialize_str("-Infinity"),
+                    v if v.to_bits() & 0x7fff_ffff == DOUBLE_ROUNDING_F32 => {
+                        s.serialize_f64(f64::from(v))
+                    }
                     v => s.serialize_f32(v),
                 }
             }
@@ -59,5 +70,73 @@ impl<'de> serde::Deserialize<'de> for FloatList {
                 .map(|v| v.0)
                 .collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `{"value":[x]}` for one float, and the float read back.
+    fn round_trip(v: f32) -> (String, f32) {
+        let json = serde_json::to_string(&FloatList { value: vec![v] }).unwrap();
+        let back: FloatList = serde_json::from_str(&json).unwrap();
+        (json, back.value[0])
+    }
+
+    #[test]
+    fn a_float_whose_shortest_decimal_double_rounds_still_round_trips() {
+        for bits in [DOUBLE_ROUNDING_F32, DOUBLE_ROUNDING_F32 | 0x8000_0000] {
+            let v = f32::from_bits(bits);
+            // The shortest decimal, read as readers do (f64, then f32), is the neighbour.
+            let shortest = serde_json::to_string(&v).unwrap();
+            assert_eq!(shortest.trim_start_matches('-'), "7.038531e-26");
+            let misread = shortest.parse::<f64>().unwrap() as f32;
+            assert_eq!(misread.to_bits(), bits + 1);
+            // What FloatList prints reads back exactly, here and in any f64-based reader.
+            let (json, back) = round_trip(v);
+            assert_eq!(back.to_bits(), bits, "{json}");
+            let printed = json
+                .trim_start_matches(r#"{"value":["#)
+                .trim_end_matches("]}");
+            assert_eq!((printed.parse::<f64>().unwrap() as f32).to_bits(), bits);
+        }
+        // Its neighbours keep their shortest form.
+        let (json, _) = round_trip(f32::from_bits(DOUBLE_ROUNDING_F32 + 1));
+        assert_eq!(json, r#"{"value":[7.0385313e-26]}"#);
+    }
+
+    #[test]
+    #[ignore = "exhaustive over all 2^32 f32 values; takes minutes: \
+                cargo test --release -p sluice-proto -- --ignored every_f32"]
+    fn every_f32_survives_json() {
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get()) as u32;
+        let chunk = (1u64 << 32).div_ceil(u64::from(threads));
+        let failures: Vec<u32> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..u64::from(threads))
+                .map(|t| {
+                    scope.spawn(move || {
+                        let start = t * chunk;
+                        let end = ((t + 1) * chunk).min(1 << 32);
+                        (start..end)
+                            .map(|b| b as u32)
+                            .filter(|&bits| {
+                                let v = f32::from_bits(bits);
+                                v.is_finite() && round_trip(v).1.to_bits() != bits
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap())
+                .collect()
+        });
+        assert!(
+            failures.is_empty(),
+            "{:x?}",
+            &failures[..failures.len().min(20)]
+        );
     }
 }

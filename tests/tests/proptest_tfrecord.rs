@@ -155,6 +155,8 @@ fn float() -> impl Strategy<Value = f32> {
             f32::from_bits(1),
             f32::MAX,
             f32::MIN,
+            // Its shortest decimal, 7.038531e-26, parsed via f64 rounds to its neighbour.
+            f32::from_bits(0x15ae_43fd),
         ]),
     ]
 }
