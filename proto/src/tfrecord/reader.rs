@@ -400,7 +400,10 @@ impl<R: Read> TfRecordReader<R> {
             let len = self.buf.len();
             // `reserve` reclaims the allocation when the records handed out from it have been
             // dropped, so steady-state reading does not allocate.
-            self.buf.reserve((n - len).max(self.options.buffer_size));
+            // Grow at most by doubling per read, so a header claiming a huge length allocates
+            // only as its data actually arrives, never the claimed size up front.
+            self.buf
+                .reserve((n - len).min(len.max(self.options.buffer_size)).max(1));
             // Safe code must initialize the bytes it reads into, and zeroing costs about as
             // much as copying. So offer the input about as much as its last read returned
             // (doubling while it fills all it is offered), and never less than `n` needs.
