@@ -1,5 +1,10 @@
 //! A producer thread that runs ahead of its consumer into a bounded buffer.
+//!
+//! Elements cross the channel in chunks of up to `chunk` elements, so the per-element cost
+//! of the hand-off (and of waking the other thread) is paid once per chunk. The buffer holds
+//! at most `capacity` elements: `capacity / chunk` chunks in the channel, one being filled.
 
+use std::collections::VecDeque;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -10,44 +15,71 @@ use crate::error::Result;
 use crate::stage::BuildContext;
 use crate::stream::{BoxStream, ElementStream};
 
+type Chunk = Vec<Result<Element>>;
+
 /// The consumer side of a prefetching thread.
 pub(crate) struct PrefetchStream {
-    rx: Receiver<Result<Element>>,
+    rx: Receiver<Chunk>,
+    current: VecDeque<Result<Element>>,
+    ended: bool,
     stop: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
     ctx: BuildContext,
     capacity: usize,
+    chunk: usize,
 }
 
 impl PrefetchStream {
-    /// Starts a thread pulling `upstream` into a buffer of `capacity` elements.
+    /// Starts a thread pulling `upstream` into a buffer of `capacity` elements, handed over
+    /// in chunks of up to `chunk` elements (1: each element as soon as it is ready).
     /// `upstream_is_work`: time in `upstream.next()` is this stage's own work (an
     /// interleave's file reader) rather than waiting on another stage (prefetch).
     pub(crate) fn start(
         mut upstream: BoxStream,
         capacity: usize,
+        chunk: usize,
         upstream_is_work: bool,
         ctx: &BuildContext,
     ) -> Self {
-        let capacity = capacity.max(1);
-        let (tx, rx) = bounded(capacity);
+        let chunk = chunk.clamp(1, capacity.max(1));
+        let slots = (capacity.max(1) / chunk).max(1);
+        let (tx, rx) = bounded::<Chunk>(slots);
         let (stop_tx, stop_rx) = bounded::<()>(0);
         let tctx = ctx.clone();
         let thread = std::thread::Builder::new()
             .name(format!("sluice-{}", ctx.stage_label()))
             .spawn(move || {
                 let shutdown = tctx.shutdown().clone();
-                loop {
+                let mut ended = false;
+                while !ended {
+                    let mut items = Vec::with_capacity(chunk);
                     let t = Instant::now();
-                    let Some(item) = upstream.next() else { return };
+                    while items.len() < chunk {
+                        match upstream.next() {
+                            Some(item) => {
+                                let err = item.is_err();
+                                items.push(item);
+                                if err {
+                                    break;
+                                }
+                            }
+                            None => {
+                                ended = true;
+                                break;
+                            }
+                        }
+                    }
                     if upstream_is_work {
                         tctx.metrics().add_busy(t.elapsed());
                     } else {
                         tctx.metrics().add_wait_upstream(t.elapsed());
                     }
+                    if items.is_empty() {
+                        return;
+                    }
                     let t = Instant::now();
                     select! {
-                        send(tx, item) -> r => if r.is_err() { return },
+                        send(tx, items) -> r => if r.is_err() { return },
                         recv(stop_rx) -> _ => return,
                         recv(shutdown.channel()) -> _ => return,
                     }
@@ -57,10 +89,26 @@ impl PrefetchStream {
             .expect("spawn prefetch thread");
         PrefetchStream {
             rx,
+            current: VecDeque::new(),
+            ended: false,
             stop: Some(stop_tx),
             thread: Some(thread),
             ctx: ctx.clone(),
             capacity,
+            chunk,
+        }
+    }
+
+    fn take(&mut self, chunk: Option<Chunk>) -> Option<Result<Element>> {
+        match chunk {
+            Some(c) => {
+                self.current.extend(c);
+                self.current.pop_front()
+            }
+            None => {
+                self.ended = true;
+                None
+            }
         }
     }
 }
@@ -76,23 +124,36 @@ pub(crate) enum Poll {
 impl PrefetchStream {
     /// Takes a buffered element without blocking.
     pub(crate) fn try_next(&mut self) -> Poll {
+        if let Some(item) = self.current.pop_front() {
+            return Poll::Ready(Some(item));
+        }
+        if self.ended {
+            return Poll::Ready(None);
+        }
         match self.rx.try_recv() {
-            Ok(item) => Poll::Ready(Some(item)),
+            Ok(c) => Poll::Ready(self.take(Some(c))),
             Err(crossbeam_channel::TryRecvError::Empty) => Poll::Pending,
-            Err(crossbeam_channel::TryRecvError::Disconnected) => Poll::Ready(None),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => Poll::Ready(self.take(None)),
         }
     }
 }
 
 impl ElementStream for PrefetchStream {
     fn next(&mut self) -> Option<Result<Element>> {
+        if let Some(item) = self.current.pop_front() {
+            return Some(item);
+        }
+        if self.ended {
+            return None;
+        }
         self.ctx
             .metrics()
-            .sample_buffer(self.rx.len(), self.capacity);
-        select! {
-            recv(self.rx) -> item => item.ok(),
+            .sample_buffer(self.rx.len() * self.chunk, self.capacity);
+        let chunk = select! {
+            recv(self.rx) -> c => c.ok(),
             recv(self.ctx.shutdown().channel()) -> _ => None,
-        }
+        };
+        self.take(chunk)
     }
 }
 

@@ -12,6 +12,9 @@ use crate::sources::tfrecord::TfRecordSpec;
 use crate::stage::{BuildContext, Input, NumParallel, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
+/// Records a reading thread hands over at a time.
+const READ_CHUNK: usize = 16;
+
 /// How `interleave` reads its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -156,8 +159,10 @@ impl InterleaveStream {
             match opened {
                 Ok(s) => {
                     self.slots[slot] = Some(if self.parallel {
-                        let buffer = (2 * self.stage.spec.block_length).max(8);
-                        Slot::Threaded(PrefetchStream::start(s, buffer, true, &self.ctx))
+                        // Records cross to the consumer in chunks (a few hundred KiB of
+                        // typical records), two chunks buffered per open file.
+                        let chunk = self.stage.spec.block_length.max(READ_CHUNK);
+                        Slot::Threaded(PrefetchStream::start(s, 2 * chunk, chunk, true, &self.ctx))
                     } else {
                         Slot::Inline(s)
                     });
