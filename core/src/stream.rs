@@ -38,7 +38,18 @@ impl<I: Iterator<Item = Result<Element>> + Send> ElementStream for IterStream<I>
 thread_local! {
     /// Nanoseconds spent in instrumented `next` calls nested in the current one.
     static NESTED_NS: Cell<u64> = const { Cell::new(0) };
+    /// Per thread: nesting depth of instrumented `next` calls, outermost calls so far, and
+    /// whether the current outermost call (and everything nested in it) is timed.
+    static SAMPLING: Cell<(u32, u64, bool)> = const { Cell::new((0, 0, false)) };
 }
+
+/// Every call is timed for the first `ALWAYS_TIMED` outermost calls on a thread, then one
+/// in `TIME_EVERY`: reading the clock twice per stage per element would cost more than the
+/// work of a simple stage. The decision is taken at the outermost call and holds for every
+/// stage nested in it on that thread, so own and upstream times stay consistent; totals
+/// are scaled by calls / timed calls.
+const ALWAYS_TIMED: u64 = 64;
+const TIME_EVERY: u64 = 16;
 
 /// Wraps every built stage: counts elements out and measures how long consumers wait on
 /// the stage itself, excluding time inside upstream stages called on the same thread.
@@ -60,6 +71,8 @@ const FLUSH_EVERY: u32 = 64;
 struct Local {
     elements: u32,
     bytes: u64,
+    calls: u64,
+    timed_calls: u64,
     own_ns: u64,
     nested_ns: u64,
 }
@@ -77,25 +90,52 @@ impl Instrumented {
     fn flush(&mut self) {
         let l = std::mem::take(&mut self.local);
         self.metrics.add_out_many(u64::from(l.elements), l.bytes);
-        let own = std::time::Duration::from_nanos(l.own_ns);
+        if l.timed_calls == 0 {
+            return;
+        }
+        let scale = |ns: u64| {
+            std::time::Duration::from_nanos(
+                (ns as u128 * l.calls as u128 / l.timed_calls as u128) as u64,
+            )
+        };
+        let own = scale(l.own_ns);
         self.metrics.add_consumer_wait(own);
         if self.inline {
             self.metrics.add_busy(own);
-            self.metrics
-                .add_wait_upstream(std::time::Duration::from_nanos(l.nested_ns));
+            self.metrics.add_wait_upstream(scale(l.nested_ns));
         }
     }
 }
 
 impl ElementStream for Instrumented {
     fn next(&mut self) -> Option<Result<Element>> {
-        let outer = NESTED_NS.with(|c| c.replace(0));
-        let start = Instant::now();
-        let item = self.inner.next();
-        let elapsed = start.elapsed().as_nanos() as u64;
-        let nested = NESTED_NS.with(|c| c.replace(outer + elapsed));
-        self.local.own_ns += elapsed.saturating_sub(nested);
-        self.local.nested_ns += nested;
+        let (depth, timed) = SAMPLING.with(|c| {
+            let (depth, mut calls, mut timed) = c.get();
+            if depth == 0 {
+                calls += 1;
+                timed = calls <= ALWAYS_TIMED || calls % TIME_EVERY == 0;
+            }
+            c.set((depth + 1, calls, timed));
+            (depth, timed)
+        });
+        self.local.calls += 1;
+        let item = if timed {
+            let outer = NESTED_NS.with(|c| c.replace(0));
+            let start = Instant::now();
+            let item = self.inner.next();
+            let elapsed = start.elapsed().as_nanos() as u64;
+            let nested = NESTED_NS.with(|c| c.replace(outer + elapsed));
+            self.local.own_ns += elapsed.saturating_sub(nested);
+            self.local.nested_ns += nested;
+            self.local.timed_calls += 1;
+            item
+        } else {
+            self.inner.next()
+        };
+        SAMPLING.with(|c| {
+            let (_, calls, timed) = c.get();
+            c.set((depth, calls, timed));
+        });
         match &item {
             Some(Ok(e)) => {
                 self.local.elements += 1;
