@@ -402,8 +402,8 @@ impl<R: Read> TfRecordReader<R> {
             // dropped, so steady-state reading does not allocate.
             // Grow at most by doubling per read, so a header claiming a huge length allocates
             // only as its data actually arrives, never the claimed size up front.
-            self.buf
-                .reserve((n - len).min(len.max(self.options.buffer_size)).max(1));
+            let grow = (n - len).min(len).max(self.options.buffer_size).max(1);
+            self.buf.reserve(grow);
             // Safe code must initialize the bytes it reads into, and zeroing costs about as
             // much as copying. So offer the input about as much as its last read returned
             // (doubling while it fills all it is offered), and never less than `n` needs.
@@ -873,5 +873,37 @@ mod tests {
                 other => panic!("{compression}: {other:?}"),
             }
         }
+    }
+
+    /// Counts the `read` calls made on it.
+    struct CountingReads<'a> {
+        data: &'a [u8],
+        reads: usize,
+    }
+
+    impl Read for CountingReads<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            self.data.read(buf)
+        }
+    }
+
+    #[test]
+    fn small_records_are_read_in_buffer_sized_reads_not_one_read_each() {
+        let records: Vec<Vec<u8>> = (0..2000).map(|i| vec![i as u8; 100]).collect();
+        let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        let bytes = file(&refs);
+        let mut input = CountingReads {
+            data: &bytes,
+            reads: 0,
+        };
+        let options = ReaderOptions {
+            buffer_size: 64 << 10,
+            ..plain()
+        };
+        let n = TfRecordReader::new(&mut input, "small", options).count();
+        assert_eq!(n, 2000);
+        // 232 KB in 64 KiB reads: a handful of calls, not one per record.
+        assert!(input.reads <= 10, "{} reads", input.reads);
     }
 }
