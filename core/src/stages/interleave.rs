@@ -23,8 +23,9 @@ pub struct InterleaveSpec {
     pub cycle_length: usize,
     /// Consecutive records taken from one file before moving to the next. Default 1.
     pub block_length: usize,
-    /// `Sequential` (default) reads on the consumer's thread; a number or `auto` gives every
-    /// open file its own reading thread with a small buffer.
+    /// `Sequential` (default) reads on the consumer's thread; a number (or `auto`: the CPU
+    /// budget) gives that many open files, at most `cycle_length`, their own reading thread
+    /// with a small buffer; the others are read on the consumer's thread.
     pub num_parallel: NumParallel,
     /// Keep tf.data's deterministic round-robin order (default). `false` takes from any file
     /// that has records ready when the next one in turn has none.
@@ -91,9 +92,15 @@ impl Stage for InterleaveStage {
             ));
         }
         let files = crate::stages::single_input(inputs, "interleave")?.open()?;
-        let parallel = self.spec.num_parallel != NumParallel::Sequential;
+        // Reading threads: `num_parallel` within the CPU budget, at most one per open file.
+        let threads = self
+            .spec
+            .num_parallel
+            .workers(ctx.options().cpu_budget)
+            .min(self.spec.cycle_length);
+        let parallel = threads > 0;
         if parallel {
-            ctx.metrics().set_workers(self.spec.cycle_length);
+            ctx.metrics().set_workers(threads);
         }
         Ok(Box::new(InterleaveStream {
             files: Some(files),
@@ -101,6 +108,7 @@ impl Stage for InterleaveStage {
             cycle: 0,
             block: 0,
             parallel,
+            threads,
             stage: self.clone(),
             ctx: ctx.clone(),
         }))
@@ -135,6 +143,8 @@ struct InterleaveStream {
     cycle: usize,
     block: usize,
     parallel: bool,
+    /// Slots `0..threads` are read by their own thread, the rest on the consumer's.
+    threads: usize,
     stage: InterleaveStage,
     ctx: BuildContext,
 }
@@ -158,7 +168,7 @@ impl InterleaveStream {
                 .and_then(|p| self.stage.reader.open_file(&p, file.id().source, &self.ctx));
             match opened {
                 Ok(s) => {
-                    self.slots[slot] = Some(if self.parallel {
+                    self.slots[slot] = Some(if slot < self.threads {
                         // Records cross to the consumer in chunks (a few hundred KiB of
                         // typical records), two chunks buffered per open file.
                         let chunk = self.stage.spec.block_length.max(READ_CHUNK);
@@ -233,7 +243,16 @@ impl ElementStream for InterleaveStream {
                     Err(e) => return Some(Err(e)),
                 }
             }
-            match self.slots[i].as_mut().expect("open slot").next() {
+            let slot = self.slots[i].as_mut().expect("open slot");
+            // In parallel mode the stage is not timed as inline: time the files it reads on
+            // the consumer's thread here.
+            let timed = self.parallel && matches!(slot, Slot::Inline(_));
+            let t = timed.then(std::time::Instant::now);
+            let item = slot.next();
+            if let Some(t) = t {
+                self.ctx.metrics().add_busy(t.elapsed());
+            }
+            match item {
                 Some(item) => {
                     self.block += 1;
                     if self.block >= self.stage.spec.block_length {
