@@ -264,16 +264,21 @@ impl Element {
     }
 }
 
-/// Batches values of one name: stacks equal shapes, or makes a ragged batch when only the
-/// leading dimension differs.
-pub(crate) fn batch_values(values: &[&Value]) -> Result<Value> {
-    let dense: Vec<&Tensor> = values
+/// The dense tensors of `values` (batching ragged values again is not supported).
+fn all_dense<'a>(values: &[&'a Value]) -> Result<Vec<&'a Tensor>> {
+    values
         .iter()
         .map(|v| {
             v.as_dense()
                 .ok_or_else(|| Error::invalid("cannot batch ragged values again"))
         })
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// Batches values of one name: stacks equal shapes, or makes a ragged batch when only the
+/// leading dimension differs.
+pub(crate) fn batch_values(values: &[&Value]) -> Result<Value> {
+    let dense = all_dense(values)?;
     let first = dense[0];
     if dense.iter().all(|t| t.shape() == first.shape()) {
         return Ok(Value::Dense(Tensor::stack(&dense)?));
@@ -298,13 +303,7 @@ pub(crate) fn batch_values(values: &[&Value]) -> Result<Value> {
 
 /// Batches 1-D (or higher) tensors as a ragged value, whatever their lengths.
 pub(crate) fn batch_ragged(values: &[&Value]) -> Result<Value> {
-    let dense: Vec<&Tensor> = values
-        .iter()
-        .map(|v| {
-            v.as_dense()
-                .ok_or_else(|| Error::invalid("cannot batch ragged values again"))
-        })
-        .collect::<Result<_>>()?;
+    let dense = all_dense(values)?;
     let first = dense[0];
     if first.rank() == 0
         || dense
