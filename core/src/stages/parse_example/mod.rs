@@ -1,19 +1,23 @@
 //! `parse_example`: `tf.train.Example` records → dense and ragged tensors, as `tf.io` does.
 
+mod columns;
+mod fast;
+mod reference;
+
 use std::any::Any;
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use sluice_proto::example::{Feature, feature::Kind};
-use sluice_proto::{Example, TfMessage};
 
-use crate::element::{Element, RECORD, Value, batch_values};
+use crate::element::{Element, RECORD, Value};
 use crate::error::{Error, Result};
 use crate::stage::{BuildContext, Input, Stage};
 use crate::stages::padded_batch::PadValue;
 use crate::stream::{BoxStream, ElementStream};
-use crate::tensor::{DType, Shape, Tensor, TensorData};
+use crate::tensor::{DType, Tensor, TensorData};
+
+use columns::Columns;
 
 /// The three value types a `tf.train.Feature` can hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,114 +125,31 @@ impl ParseExampleSpec {
         }
     }
 
-    /// Parses one serialized Example into its feature values. `index` is the record's
-    /// position in its batch (TensorFlow's `Index:` in messages).
+    /// Parses one serialized Example into its feature values (FixedLen features as tensors
+    /// of their shape, VarLen ones as vectors), in the order of the feature names. `index`
+    /// is the record's position in its batch (TensorFlow's `Index:` in messages).
     pub fn parse_one(&self, record: &Bytes, index: usize) -> Result<Vec<(String, Tensor)>> {
-        let example = Example::from_bytes(record).map_err(|e| {
-            Error::data(format!(
-                "Could not parse example input (index {index}): {e}"
-            ))
-        })?;
-        let empty = BTreeMap::new();
-        let features = example
-            .features
-            .as_ref()
-            .map(|f| &f.feature)
-            .unwrap_or(&empty);
-        let mut out = Vec::with_capacity(self.features.len());
-        for (key, spec) in &self.features {
-            out.push((
-                key.clone(),
-                parse_feature(key, spec, features.get(key), index)?,
-            ));
+        let mut columns = Columns::new(self, 1);
+        columns.push(record, index)?;
+        columns.into_tensors()
+    }
+
+    /// Parses a batch of serialized Examples, as `tf.io.parse_example` parses a 1-D tensor:
+    /// one value per feature, in the order of the feature names. FixedLen features are
+    /// dense `[records, ...shape]`; VarLen features are ragged (values and row splits), or,
+    /// for an empty batch, dense `[0, 0]`. Errors name the first bad record's position.
+    pub fn parse_batch(&self, records: &[Bytes]) -> Result<Vec<(String, Value)>> {
+        let mut columns = Columns::new(self, records.len());
+        for (i, record) in records.iter().enumerate() {
+            columns.push(record, i)?;
         }
-        Ok(out)
-    }
-}
-
-fn kind_type(kind: &Kind) -> FeatureType {
-    match kind {
-        Kind::BytesList(_) => FeatureType::String,
-        Kind::FloatList(_) => FeatureType::Float,
-        Kind::Int64List(_) => FeatureType::Int64,
-    }
-}
-
-fn values_of(kind: Option<&Kind>, dtype: FeatureType) -> TensorData {
-    match (kind, dtype) {
-        (Some(Kind::BytesList(l)), _) => TensorData::Bytes(l.value.clone().into()),
-        (Some(Kind::FloatList(l)), _) => TensorData::F32(l.value.clone().into()),
-        (Some(Kind::Int64List(l)), _) => TensorData::I64(l.value.clone().into()),
-        (None, FeatureType::String) => TensorData::Bytes(Vec::new().into()),
-        (None, FeatureType::Float) => TensorData::F32(Vec::new().into()),
-        (None, FeatureType::Int64) => TensorData::I64(Vec::new().into()),
+        columns.into_batch()
     }
 }
 
 fn shape_str(shape: &[usize]) -> String {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     format!("[{}]", dims.join(","))
-}
-
-fn parse_feature(
-    key: &str,
-    spec: &FeatureSpec,
-    feature: Option<&Feature>,
-    index: usize,
-) -> Result<Tensor> {
-    let want = spec.dtype();
-    // A feature whose kind is unset counts as present and empty (as in TensorFlow).
-    let kind = feature.and_then(|f| f.kind.as_ref());
-    if let Some(k) = kind {
-        let got = kind_type(k);
-        if got != want {
-            return Err(Error::data(match spec {
-                FeatureSpec::FixedLen { .. } => format!(
-                    "Key: {key}, Index: {index}.  Data types don't match. Data type: {} but expected type: {}",
-                    got.tf_name(),
-                    want.tf_name()
-                ),
-                FeatureSpec::VarLen { .. } => format!(
-                    "Key: {key}, Index: {index}.  Data types don't match. Expected type: {}, Actual type: {}",
-                    want.tf_name(),
-                    got.tf_name()
-                ),
-            }));
-        }
-    }
-    match spec {
-        FeatureSpec::VarLen { dtype } => Ok(Tensor::vector(values_of(kind, *dtype))),
-        FeatureSpec::FixedLen {
-            dtype,
-            shape,
-            default,
-        } => {
-            let n: usize = shape.iter().product();
-            if feature.is_none() {
-                let Some(default) = default else {
-                    return Err(Error::data(format!(
-                        "Feature: {key} (data type: {}) is required but could not be found.",
-                        want.tf_name()
-                    )));
-                };
-                return default_tensor(key, *dtype, shape, default);
-            }
-            let values = values_of(kind, *dtype);
-            if values.len() != n {
-                return Err(Error::data(format!(
-                    "Key: {key}, Index: {index}.  Number of {} values != expected.  Values size: {} but output shape: {}",
-                    match want {
-                        FeatureType::String => "bytes",
-                        FeatureType::Float => "float",
-                        FeatureType::Int64 => "int64",
-                    },
-                    values.len(),
-                    shape_str(shape)
-                )));
-            }
-            Tensor::new(shape, values)
-        }
-    }
 }
 
 fn default_tensor(
@@ -246,6 +167,12 @@ fn default_tensor(
         .map_err(|e| Error::invalid(format!("{key}: default value: {e}")))?;
     let data = match parts.len() {
         1 => TensorData::repeat_scalar(&parts[0], n),
+        // No values for no values (`concat` of nothing would not know the type).
+        0 if n == 0 => match dtype {
+            FeatureType::Int64 => TensorData::I64(Vec::new().into()),
+            FeatureType::Float => TensorData::F32(Vec::new().into()),
+            FeatureType::String => TensorData::Bytes(Vec::new().into()),
+        },
         m if m == n => TensorData::concat(&parts.iter().collect::<Vec<_>>())?,
         m => {
             return Err(Error::invalid(format!(
@@ -311,39 +238,8 @@ impl ParseStream {
                 .map(|(k, t)| (k, Value::Dense(t)))
                 .collect())
         } else {
-            self.parse_batch(list)
+            self.spec.parse_batch(list)
         }
-    }
-
-    fn parse_batch(&self, list: &[Bytes]) -> Result<Vec<(String, Value)>> {
-        let rows: Vec<Vec<(String, Tensor)>> = list
-            .iter()
-            .enumerate()
-            .map(|(i, r)| self.spec.parse_one(r, i))
-            .collect::<Result<_>>()?;
-        let mut out = Vec::with_capacity(self.spec.features.len());
-        for (j, (key, spec)) in self.spec.features.iter().enumerate() {
-            let values: Vec<Value> = rows.iter().map(|r| Value::Dense(r[j].1.clone())).collect();
-            let refs: Vec<&Value> = values.iter().collect();
-            let batched = if refs.is_empty() {
-                // An empty batch: an empty tensor of the right type and inner shape.
-                let inner = match spec {
-                    FeatureSpec::FixedLen { shape, .. } => shape.clone(),
-                    FeatureSpec::VarLen { .. } => vec![0],
-                };
-                let mut shape = Shape::from_slice(&[0]);
-                shape.extend_from_slice(&inner);
-                Value::Dense(Tensor::new(&shape, values_of(None, spec.dtype()))?)
-            } else {
-                match spec {
-                    // VarLen rows always batch as ragged, even when lengths happen to agree.
-                    FeatureSpec::VarLen { .. } => crate::element::batch_ragged(&refs)?,
-                    FeatureSpec::FixedLen { .. } => batch_values(&refs)?,
-                }
-            };
-            out.push((key.clone(), batched));
-        }
-        Ok(out)
     }
 }
 
