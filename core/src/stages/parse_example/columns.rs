@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use sluice_proto::{Example, TfMessage};
 
-use super::fast::{self, Seen, WireError};
+use super::fast::{self, Malformed, Seen};
 use super::{FeatureSpec, FeatureType, ParseExampleSpec, default_tensor, shape_str};
 use crate::element::{Ragged, Value};
 use crate::error::{Error, Result};
@@ -243,7 +243,7 @@ impl<'s> Columns<'s> {
 /// The error for a record that is not a valid Example, with prost's account of what is
 /// wrong (the scanner accepts exactly what prost accepts; should they ever disagree, the
 /// scanner's own account is given).
-fn malformed(record: &Bytes, index: usize, scanner: WireError) -> Error {
+fn malformed(record: &Bytes, index: usize, scanner: Malformed) -> Error {
     let detail = match Example::from_bytes(record) {
         Err(e) => e.to_string(),
         Ok(_) => scanner.to_string(),

@@ -27,10 +27,8 @@
 //! Features that are not requested are checked as thoroughly but not stored.
 
 use std::fmt;
-use std::ops::Range;
 
 use bytes::Bytes;
-use smallvec::SmallVec;
 
 use super::FeatureType;
 use super::columns::Column;
@@ -53,18 +51,41 @@ const LIST_DEPTH: u32 = 96;
 
 /// Why a record is not a valid `tf.train.Example`, in the scanner's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct WireError {
-    what: &'static str,
-    at: usize,
+pub(super) enum Malformed {
+    TruncatedVarint,
+    VarintOverflow,
+    KeyBeyond32Bits,
+    InvalidWireType,
+    FieldNumberZero,
+    PastTheEnd,
+    WrongWireType,
+    KeyNotUtf8,
+    PackedFloatsLength,
+    GroupsTooDeep,
+    EndGroupMismatch,
+    StrayEndGroup,
 }
 
-impl fmt::Display for WireError {
+impl fmt::Display for Malformed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at byte {}", self.what, self.at)
+        f.write_str(match self {
+            Malformed::TruncatedVarint => "truncated varint",
+            Malformed::VarintOverflow => "varint longer than 64 bits",
+            Malformed::KeyBeyond32Bits => "field key beyond 32 bits",
+            Malformed::InvalidWireType => "invalid wire type",
+            Malformed::FieldNumberZero => "field number 0",
+            Malformed::PastTheEnd => "field runs past the end of its message",
+            Malformed::WrongWireType => "wrong wire type for a known field",
+            Malformed::KeyNotUtf8 => "feature name is not UTF-8",
+            Malformed::PackedFloatsLength => "packed floats are not a multiple of 4 bytes",
+            Malformed::GroupsTooDeep => "groups nested too deeply",
+            Malformed::EndGroupMismatch => "end-group tag does not match its group",
+            Malformed::StrayEndGroup => "end-group tag outside a group",
+        })
     }
 }
 
-type Result<T> = std::result::Result<T, WireError>;
+type Result<T> = std::result::Result<T, Malformed>;
 
 /// What one record held of one requested feature.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -94,7 +115,7 @@ pub(super) fn scan(
         starts,
         seen,
     };
-    let mut example = Reader::new(record, 0..record.len());
+    let mut example = Reader { buf: record };
     while !example.done() {
         let (tag, wire) = example.key()?;
         if tag == 1 {
@@ -116,15 +137,16 @@ struct Scan<'a> {
     seen: &'a mut [Seen],
 }
 
-impl Scan<'_> {
+impl<'a> Scan<'a> {
     /// `Features`: map entries (field 1).
-    fn features(&mut self, range: Range<usize>) -> Result<()> {
-        let mut r = Reader::new(self.record, range);
+    fn features(&mut self, mut r: Reader<'a>) -> Result<()> {
         while !r.done() {
             let (tag, wire) = r.key()?;
             if tag == 1 {
                 // prost reads a map entry as length-delimited whatever its wire type says.
-                let entry = r.len_delimited()?;
+                let entry = Reader {
+                    buf: r.len_delimited()?,
+                };
                 self.entry(entry)?;
             } else {
                 r.skip(tag, wire, FEATURES_DEPTH)?;
@@ -134,29 +156,29 @@ impl Scan<'_> {
     }
 
     /// A map entry: key (field 1, the last one counts) and `Feature` (field 2, merged).
-    fn entry(&mut self, range: Range<usize>) -> Result<()> {
-        let mut r = Reader::new(self.record, range);
-        let mut key = 0..0;
-        let mut values: SmallVec<[Range<usize>; 2]> = SmallVec::new();
+    fn entry(&mut self, entry: Reader<'a>) -> Result<()> {
+        let mut r = entry;
+        let mut key: &[u8] = b"";
+        let mut value = None;
+        let mut values = 0usize;
         while !r.done() {
             let (tag, wire) = r.key()?;
             match tag {
                 1 => {
-                    let at = r.pos;
-                    key = r.message(wire)?;
-                    if std::str::from_utf8(&self.record[key.clone()]).is_err() {
-                        return Err(WireError {
-                            what: "feature name is not UTF-8",
-                            at,
-                        });
+                    key = r.message(wire)?.buf;
+                    if !key.is_ascii() && std::str::from_utf8(key).is_err() {
+                        return Err(Malformed::KeyNotUtf8);
                     }
                 }
-                2 => values.push(r.message(wire)?),
+                2 => {
+                    let v = r.message(wire)?;
+                    value = value.or(Some(v));
+                    values += 1;
+                }
                 _ => r.skip(tag, wire, ENTRY_DEPTH)?,
             }
         }
-        let name = &self.record[key];
-        let target = self.keys.binary_search(&name).ok();
+        let target = self.lookup(key);
         if let Some(j) = target {
             // A later entry for the same key replaces the earlier one.
             self.seen[j] = Seen {
@@ -165,15 +187,37 @@ impl Scan<'_> {
             };
             self.columns[j].truncate(self.starts[j]);
         }
-        for value in values {
+        if values > 1 {
+            // Rare: the Feature is split over several fields, which merge. Walk them again.
+            let mut r = entry;
+            while !r.done() {
+                let (tag, wire) = r.key()?;
+                match tag {
+                    1 => drop(r.message(wire)?),
+                    2 => self.feature(r.message(wire)?, target)?,
+                    _ => r.skip(tag, wire, ENTRY_DEPTH)?,
+                }
+            }
+        } else if let Some(value) = value {
             self.feature(value, target)?;
         }
         Ok(())
     }
 
+    /// The position of `name` among the requested keys.
+    fn lookup(&self, name: &[u8]) -> Option<usize> {
+        if self.keys.len() <= 8 {
+            // Lengths and first bytes settle most comparisons without a `memcmp`.
+            self.keys
+                .iter()
+                .position(|k| k.len() == name.len() && k.first() == name.first() && *k == name)
+        } else {
+            self.keys.binary_search(&name).ok()
+        }
+    }
+
     /// `Feature`: one of three lists; values go to column `target` if it has their kind.
-    fn feature(&mut self, range: Range<usize>, target: Option<usize>) -> Result<()> {
-        let mut r = Reader::new(self.record, range);
+    fn feature(&mut self, mut r: Reader<'a>, target: Option<usize>) -> Result<()> {
         while !r.done() {
             let (tag, wire) = r.key()?;
             let kind = match tag {
@@ -197,12 +241,14 @@ impl Scan<'_> {
                 }
                 None => None,
             };
-            let list = Reader::new(self.record, list);
             match kind {
-                FeatureType::String => list.bytes_list(match column {
-                    Some(Column::Bytes(v)) => Some(v),
-                    _ => None,
-                })?,
+                FeatureType::String => list.bytes_list(
+                    self.record,
+                    match column {
+                        Some(Column::Bytes(v)) => Some(v),
+                        _ => None,
+                    },
+                )?,
                 FeatureType::Float => list.float_list(match column {
                     Some(Column::Float(v)) => Some(v),
                     _ => None,
@@ -217,153 +263,129 @@ impl Scan<'_> {
     }
 }
 
-/// A cursor over the bytes `pos..end` of a record (one message's encoding).
+/// A cursor over the unread bytes of one message's encoding.
+#[derive(Clone, Copy)]
 struct Reader<'a> {
-    record: &'a Bytes,
     buf: &'a [u8],
-    pos: usize,
-    end: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn new(record: &'a Bytes, range: Range<usize>) -> Self {
-        Reader {
-            record,
-            buf: record,
-            pos: range.start,
-            end: range.end,
-        }
-    }
-
     fn done(&self) -> bool {
-        self.pos >= self.end
+        self.buf.is_empty()
     }
 
-    fn error(&self, what: &'static str) -> WireError {
-        WireError { what, at: self.pos }
-    }
-
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64> {
-        if self.pos < self.end {
-            let b = self.buf[self.pos];
-            if b < 0x80 {
-                self.pos += 1;
-                return Ok(u64::from(b));
+        match self.buf.first() {
+            Some(&b) if b < 0x80 => {
+                self.buf = &self.buf[1..];
+                Ok(u64::from(b))
             }
+            _ => self.long_varint(),
         }
-        self.varint_slow()
     }
 
-    /// A varint of up to 10 bytes whose last byte leaves no bits beyond 64 (prost's rule).
-    fn varint_slow(&mut self) -> Result<u64> {
+    /// A varint of more than one byte (or none): at most 10 bytes, the last leaving no bits
+    /// beyond 64 (prost's rule).
+    #[inline(never)]
+    fn long_varint(&mut self) -> Result<u64> {
         let mut value = 0u64;
-        for i in 0..10 {
-            if self.pos + i >= self.end {
-                return Err(self.error("truncated varint"));
-            }
-            let b = self.buf[self.pos + i];
+        for (i, &b) in self.buf.iter().take(10).enumerate() {
             value |= u64::from(b & 0x7f) << (7 * i);
             if b < 0x80 {
                 if i == 9 && b > 1 {
-                    return Err(self.error("varint overflows 64 bits"));
+                    return Err(Malformed::VarintOverflow);
                 }
-                self.pos += i + 1;
+                self.buf = &self.buf[i + 1..];
                 return Ok(value);
             }
         }
-        Err(self.error("varint longer than 10 bytes"))
+        Err(if self.buf.len() >= 10 {
+            Malformed::VarintOverflow
+        } else {
+            Malformed::TruncatedVarint
+        })
     }
 
     /// A field key: (field number, wire type).
-    #[inline]
+    #[inline(always)]
     fn key(&mut self) -> Result<(u32, u8)> {
-        let at = self.pos;
         let key = self.varint()?;
-        let bad = |what| Err(WireError { what, at });
         if key > u64::from(u32::MAX) {
-            return bad("field key beyond 32 bits");
+            return Err(Malformed::KeyBeyond32Bits);
         }
         let wire = (key & 7) as u8;
         if wire > FIXED32 {
-            return bad("invalid wire type");
+            return Err(Malformed::InvalidWireType);
         }
         let tag = (key >> 3) as u32;
         if tag == 0 {
-            return bad("field number 0");
+            return Err(Malformed::FieldNumberZero);
         }
         Ok((tag, wire))
     }
 
-    fn advance(&mut self, n: u64) -> Result<()> {
-        if n > (self.end - self.pos) as u64 {
-            return Err(self.error("field runs past the end of its message"));
+    /// The next `n` bytes.
+    #[inline(always)]
+    fn take(&mut self, n: u64) -> Result<&'a [u8]> {
+        if n > self.buf.len() as u64 {
+            return Err(Malformed::PastTheEnd);
         }
-        self.pos += n as usize;
-        Ok(())
+        let (head, rest) = self.buf.split_at(n as usize);
+        self.buf = rest;
+        Ok(head)
     }
 
-    /// The byte range of a length-delimited field whose key had wire type `wire`.
-    #[inline]
-    fn message(&mut self, wire: u8) -> Result<Range<usize>> {
-        if wire != LEN {
-            return Err(self.error("wrong wire type for a known field"));
-        }
-        self.len_delimited()
-    }
-
-    #[inline]
-    fn len_delimited(&mut self) -> Result<Range<usize>> {
+    /// The contents of a length-delimited field (its key already read).
+    #[inline(always)]
+    fn len_delimited(&mut self) -> Result<&'a [u8]> {
         let n = self.varint()?;
-        let start = self.pos;
-        self.advance(n)?;
-        Ok(start..self.pos)
+        self.take(n)
     }
 
-    fn fixed32(&mut self) -> Result<[u8; 4]> {
-        let start = self.pos;
-        self.advance(4)?;
-        Ok(self.buf[start..self.pos]
-            .try_into()
-            .expect("four bytes were read"))
+    /// A length-delimited field whose key had wire type `wire`, as a reader of its contents.
+    #[inline(always)]
+    fn message(&mut self, wire: u8) -> Result<Reader<'a>> {
+        if wire != LEN {
+            return Err(Malformed::WrongWireType);
+        }
+        Ok(Reader {
+            buf: self.len_delimited()?,
+        })
     }
 
     /// Skips an unknown field as prost does, with `budget` left of its recursion limit.
     fn skip(&mut self, tag: u32, wire: u8, budget: u32) -> Result<()> {
         if budget == 0 {
-            return Err(self.error("groups nested too deeply"));
+            return Err(Malformed::GroupsTooDeep);
         }
         match wire {
             VARINT => self.varint().map(drop),
-            FIXED64 => self.advance(8),
+            FIXED64 => self.take(8).map(drop),
             LEN => self.len_delimited().map(drop),
-            FIXED32 => self.advance(4),
+            FIXED32 => self.take(4).map(drop),
             START_GROUP => loop {
-                let at = self.pos;
                 let (inner, inner_wire) = self.key()?;
                 if inner_wire == END_GROUP {
                     if inner != tag {
-                        return Err(WireError {
-                            what: "end-group tag does not match its group",
-                            at,
-                        });
+                        return Err(Malformed::EndGroupMismatch);
                     }
                     return Ok(());
                 }
                 self.skip(inner, inner_wire, budget - 1)?;
             },
-            _ => Err(self.error("end-group tag outside a group")),
+            _ => Err(Malformed::StrayEndGroup),
         }
     }
 
-    /// `BytesList`: field 1, repeated, each a slice of the record.
-    fn bytes_list(mut self, mut out: Option<&mut Vec<Bytes>>) -> Result<()> {
+    /// `BytesList`: field 1, repeated, each a slice of `record` (which holds this list).
+    fn bytes_list(mut self, record: &Bytes, mut out: Option<&mut Vec<Bytes>>) -> Result<()> {
         while !self.done() {
             let (tag, wire) = self.key()?;
             if tag == 1 {
-                let value = self.message(wire)?;
+                let value = self.message(wire)?.buf;
                 if let Some(out) = out.as_deref_mut() {
-                    out.push(self.record.slice(value));
+                    out.push(record.slice_ref(value));
                 }
             } else {
                 self.skip(tag, wire, LIST_DEPTH)?;
@@ -378,27 +400,25 @@ impl<'a> Reader<'a> {
             let (tag, wire) = self.key()?;
             match (tag, wire) {
                 (1, LEN) => {
-                    let at = self.pos;
                     let packed = self.len_delimited()?;
                     if packed.len() % 4 != 0 {
-                        return Err(WireError {
-                            what: "packed floats are not a multiple of 4 bytes",
-                            at,
-                        });
+                        return Err(Malformed::PackedFloatsLength);
                     }
                     if let Some(out) = out.as_deref_mut() {
-                        out.extend(self.buf[packed].chunks_exact(4).map(|c| {
+                        out.extend(packed.chunks_exact(4).map(|c| {
                             f32::from_le_bytes(c.try_into().expect("chunks of four bytes"))
                         }));
                     }
                 }
                 (1, FIXED32) => {
-                    let value = f32::from_le_bytes(self.fixed32()?);
+                    let value = self.take(4)?;
                     if let Some(out) = out.as_deref_mut() {
-                        out.push(value);
+                        out.push(f32::from_le_bytes(
+                            value.try_into().expect("four bytes were read"),
+                        ));
                     }
                 }
-                (1, _) => return Err(self.error("wrong wire type for float values")),
+                (1, _) => return Err(Malformed::WrongWireType),
                 _ => self.skip(tag, wire, LIST_DEPTH)?,
             }
         }
@@ -411,11 +431,12 @@ impl<'a> Reader<'a> {
             let (tag, wire) = self.key()?;
             match (tag, wire) {
                 (1, LEN) => {
-                    let packed = self.len_delimited()?;
-                    let mut values = Reader::new(self.record, packed);
-                    while !values.done() {
+                    let mut packed = Reader {
+                        buf: self.len_delimited()?,
+                    };
+                    while !packed.done() {
                         // Two's complement: negative int64 values are 10-byte varints.
-                        let value = values.varint()? as i64;
+                        let value = packed.varint()? as i64;
                         if let Some(out) = out.as_deref_mut() {
                             out.push(value);
                         }
@@ -427,7 +448,7 @@ impl<'a> Reader<'a> {
                         out.push(value);
                     }
                 }
-                (1, _) => return Err(self.error("wrong wire type for int64 values")),
+                (1, _) => return Err(Malformed::WrongWireType),
                 _ => self.skip(tag, wire, LIST_DEPTH)?,
             }
         }
