@@ -1,4 +1,10 @@
 //! `parse_example`: `tf.train.Example` records → dense and ragged tensors, as `tf.io` does.
+//!
+//! Parsing is TensorFlow's "fast example parsing": no `Example` message is built. A
+//! wire-format scanner (`fast.rs`) walks each record and appends the requested features'
+//! values straight to one column per feature for the whole batch (`columns.rs`, which also
+//! checks counts and types with TensorFlow's wording). The original prost-based path
+//! (`reference.rs`) is kept as the oracle the fast one is tested and benchmarked against.
 
 mod columns;
 mod fast;
