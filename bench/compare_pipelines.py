@@ -42,7 +42,7 @@ def main():
     ap.add_argument("python")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("pipelines", nargs="*", default=["read", "parse", "cache2"])
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
     binary = sluice_bench_binary()
     rows = []
     for name in a.pipelines:
