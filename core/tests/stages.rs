@@ -108,8 +108,16 @@ proptest! {
     }
 
     #[test]
-    fn batch_then_unbatch_is_the_identity(n in 0i64..200, size in 1usize..40, drop in any::<bool>()) {
-        let batched = range(n, 0).batch_with(BatchSpec { batch_size: size, drop_remainder: drop });
+    fn batch_then_unbatch_is_the_identity(
+        n in 0i64..200, size in 1usize..40, drop in any::<bool>(), threads in 0usize..4
+    ) {
+        let mut spec = BatchSpec::new(size).drop_remainder(drop);
+        if threads > 0 {
+            spec = spec.num_parallel(threads);
+        }
+        let batched = range(n, 0)
+            .batch_with(spec)
+            .with_options(Options::default().with_cpu_budget(4));
         let sizes: Vec<usize> = batched
             .collect()
             .unwrap()

@@ -14,23 +14,57 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
-use crate::element::Element;
+use crate::element::{Element, ElementId, Provenance};
 use crate::error::{Error, Result};
 use crate::stage::BuildContext;
 use crate::stream::{BoxStream, ElementStream};
 
-/// The function a parallel stage applies to each element: `Ok(None)` drops the element
-/// (filter), errors are wrapped with the stage's context and the error policy applied.
-pub(crate) type WorkFn = Arc<dyn Fn(Element) -> Result<Option<Element>> + Send + Sync>;
+/// The function a parallel stage applies to each input item (an element, or a group of
+/// elements for `batch`): `Ok(None)` drops it (filter); errors are wrapped with the stage's
+/// context and the error policy applied.
+pub(crate) type WorkFn<I = Element> = Arc<dyn Fn(I) -> Result<Option<Element>> + Send + Sync>;
+
+/// What the workers take: an element, or a group of elements.
+pub(crate) trait Item: Send + 'static {
+    /// The id and provenance errors about this item name.
+    fn trace(&self) -> (Option<ElementId>, Option<Provenance>);
+}
+
+impl Item for Element {
+    fn trace(&self) -> (Option<ElementId>, Option<Provenance>) {
+        (Some(self.id()), self.provenance().cloned())
+    }
+}
+
+impl Item for Vec<Element> {
+    fn trace(&self) -> (Option<ElementId>, Option<Provenance>) {
+        match self.first() {
+            Some(e) => e.trace(),
+            None => (None, None),
+        }
+    }
+}
+
+/// Where the dispatcher pulls items from.
+pub(crate) trait Source<I>: Send {
+    /// The next item, an error, or `None` at the end.
+    fn next_item(&mut self) -> Option<Result<I>>;
+}
+
+impl Source<Element> for BoxStream {
+    fn next_item(&mut self) -> Option<Result<Element>> {
+        self.next()
+    }
+}
 
 /// Target work per chunk: chunks grow until one takes about this long, so cheap functions
 /// are not dominated by channel traffic and expensive ones still spread over the workers.
 const CHUNK_TARGET: Duration = Duration::from_micros(200);
 const MAX_CHUNK: usize = 256;
 
-struct Job {
+struct Job<I> {
     seq: u64,
-    items: Vec<Result<Element>>,
+    items: Vec<Result<I>>,
 }
 
 struct Done {
@@ -55,10 +89,10 @@ pub(crate) struct ParallelStream {
 }
 
 impl ParallelStream {
-    /// Starts `workers` threads applying `f` to the elements of `upstream`.
-    pub(crate) fn start(
-        upstream: BoxStream,
-        f: WorkFn,
+    /// Starts `workers` threads applying `f` to the items of `upstream`.
+    pub(crate) fn start<I: Item, S: Source<I> + 'static>(
+        upstream: S,
+        f: WorkFn<I>,
         workers: usize,
         deterministic: bool,
         ctx: &BuildContext,
@@ -69,7 +103,7 @@ impl ParallelStream {
         for _ in 0..max_in_flight {
             permit_tx.send(()).expect("room for every permit");
         }
-        let (job_tx, job_rx) = unbounded::<Job>();
+        let (job_tx, job_rx) = unbounded::<Job<I>>();
         let (done_tx, done_rx) = unbounded::<Done>();
         let (stop_tx, stop_rx) = bounded::<()>(0);
         let avg_ns = Arc::new(AtomicU64::new(0));
@@ -172,9 +206,9 @@ impl Drop for ParallelStream {
     }
 }
 
-fn dispatch(
-    mut upstream: BoxStream,
-    jobs: Sender<Job>,
+fn dispatch<I: Item, S: Source<I>>(
+    mut upstream: S,
+    jobs: Sender<Job<I>>,
     permits: Receiver<()>,
     stop: Receiver<()>,
     avg_ns: Arc<AtomicU64>,
@@ -191,12 +225,15 @@ fn dispatch(
             recv(shutdown.channel()) -> _ => return,
         }
         ctx.metrics().add_wait_downstream(t.elapsed());
-        let avg = avg_ns.load(Relaxed).max(1);
-        let chunk = ((CHUNK_TARGET.as_nanos() as u64 / avg) as usize).clamp(1, MAX_CHUNK);
+        // One item per job until the workers have measured what an item costs.
+        let chunk = match avg_ns.load(Relaxed) {
+            0 => 1,
+            avg => ((CHUNK_TARGET.as_nanos() as u64 / avg) as usize).clamp(1, MAX_CHUNK),
+        };
         let mut items = Vec::with_capacity(chunk);
         let t = Instant::now();
         while items.len() < chunk {
-            match upstream.next() {
+            match upstream.next_item() {
                 Some(item) => {
                     let is_err = item.is_err();
                     items.push(item);
@@ -225,10 +262,10 @@ fn dispatch(
     }
 }
 
-fn work(
-    jobs: Receiver<Job>,
+fn work<I: Item>(
+    jobs: Receiver<Job<I>>,
     done: Sender<Done>,
-    f: WorkFn,
+    f: WorkFn<I>,
     avg_ns: Arc<AtomicU64>,
     stop: Receiver<()>,
     ctx: BuildContext,
@@ -277,17 +314,20 @@ fn work(
     }
 }
 
-/// Applies `f` to one element, wrapping its error (or panic) with the stage's context.
-pub(crate) fn apply(f: &WorkFn, element: Element, ctx: &BuildContext) -> Result<Option<Element>> {
-    let id = element.id();
-    let provenance = element.provenance().cloned();
+/// Applies `f` to one item, wrapping its error (or panic) with the stage's context.
+pub(crate) fn apply<I: Item>(
+    f: &WorkFn<I>,
+    item: I,
+    ctx: &BuildContext,
+) -> Result<Option<Element>> {
+    let (id, provenance) = item.trace();
     let wrap = |e: Error| Error::Stage {
         stage: ctx.stage_label(),
-        element: Some(id),
+        element: id,
         provenance: provenance.clone(),
         source: Box::new(e),
     };
-    match catch_unwind(AssertUnwindSafe(|| f(element))) {
+    match catch_unwind(AssertUnwindSafe(|| f(item))) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(wrap(e)),
         Err(panic) => {

@@ -4,9 +4,12 @@ use std::any::Any;
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
 use crate::element::{Element, batch_values};
 use crate::error::{Error, Result};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::executor::parallel::{ParallelStream, Source, WorkFn};
+use crate::stage::{BuildContext, Input, NumParallel, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
 /// Stacks `batch_size` consecutive elements. Values of equal shape stack into a dense
@@ -21,15 +24,40 @@ pub struct BatchSpec {
     /// Drop a last, smaller batch (default false).
     #[serde(default)]
     pub drop_remainder: bool,
+    /// Threads assembling batches (copying values into the batch tensors), as tf.data's
+    /// `batch(num_parallel_calls=...)`: sequential by default.
+    #[serde(default)]
+    pub num_parallel: NumParallel,
+    /// With threads, keep the batches in order (default true).
+    #[serde(default = "yes")]
+    pub deterministic: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl BatchSpec {
-    /// Batches of `batch_size`, keeping a smaller last batch.
+    /// Batches of `batch_size`, keeping a smaller last batch, assembled sequentially.
     pub fn new(batch_size: usize) -> Self {
         BatchSpec {
             batch_size,
             drop_remainder: false,
+            num_parallel: NumParallel::Sequential,
+            deterministic: true,
         }
+    }
+
+    /// This spec with `drop_remainder`.
+    pub fn drop_remainder(mut self, drop: bool) -> Self {
+        self.drop_remainder = drop;
+        self
+    }
+
+    /// This spec with `num_parallel` threads assembling batches.
+    pub fn num_parallel(mut self, n: impl Into<NumParallel>) -> Self {
+        self.num_parallel = n.into();
+        self
     }
 }
 
@@ -42,6 +70,23 @@ impl Stage for BatchSpec {
         if self.batch_size == 0 {
             return Err(Error::invalid("batch: batch_size must be at least 1"));
         }
+        let workers = self.num_parallel.workers(ctx.options().cpu_budget);
+        if workers > 0 {
+            let groups = Groups {
+                upstream: crate::stages::single_input(inputs, "batch")?.open()?,
+                size: self.batch_size,
+                drop_remainder: self.drop_remainder,
+            };
+            let f: WorkFn<Vec<Element>> =
+                Arc::new(|items: Vec<Element>| combine_dense(&items).map(Some));
+            return Ok(Box::new(ParallelStream::start(
+                groups,
+                f,
+                workers,
+                self.deterministic,
+                ctx,
+            )));
+        }
         Ok(Box::new(BatchStream {
             upstream: crate::stages::single_input(inputs, "batch")?.open()?,
             size: self.batch_size,
@@ -53,6 +98,34 @@ impl Stage for BatchSpec {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    fn runs_inline(&self) -> bool {
+        self.num_parallel == NumParallel::Sequential
+    }
+}
+
+/// Groups of `size` consecutive elements, for threads to assemble.
+struct Groups {
+    upstream: BoxStream,
+    size: usize,
+    drop_remainder: bool,
+}
+
+impl Source<Vec<Element>> for Groups {
+    fn next_item(&mut self) -> Option<Result<Vec<Element>>> {
+        let mut items = Vec::with_capacity(self.size);
+        while items.len() < self.size {
+            match self.upstream.next() {
+                Some(Ok(e)) => items.push(e),
+                Some(Err(e)) => return Some(Err(e)),
+                None => break,
+            }
+        }
+        if items.is_empty() || (self.drop_remainder && items.len() < self.size) {
+            return None;
+        }
+        Some(Ok(items))
     }
 }
 
