@@ -46,6 +46,7 @@ pub mod element;
 mod error;
 pub mod executor;
 mod options;
+pub mod pool;
 pub mod rng;
 pub mod sources;
 mod stage;

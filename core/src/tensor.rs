@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
+use crate::pool::Poolable;
 
 /// The element type of a [`Tensor`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -68,19 +69,37 @@ impl fmt::Display for DType {
 /// A shape: the size of each dimension. Scalars have the empty shape.
 pub type Shape = SmallVec<[usize; 4]>;
 
-/// A cheaply cloneable, sliceable, shared slice of values.
-#[derive(Clone)]
-pub struct Shared<T> {
-    buf: Arc<Vec<T>>,
+/// A cheaply cloneable, sliceable, shared slice of values. Large buffers are recycled when
+/// the last reference drops (see [`crate::pool`]).
+pub struct Shared<T: Poolable> {
+    buf: Arc<Recycled<T>>,
     range: Range<usize>,
 }
 
-impl<T> Shared<T> {
+/// A vector that goes back to the buffer pool when dropped.
+struct Recycled<T: Poolable>(Vec<T>);
+
+impl<T: Poolable> Drop for Recycled<T> {
+    fn drop(&mut self) {
+        crate::pool::give(std::mem::take(&mut self.0));
+    }
+}
+
+impl<T: Poolable> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared {
+            buf: Arc::clone(&self.buf),
+            range: self.range.clone(),
+        }
+    }
+}
+
+impl<T: Poolable> Shared<T> {
     /// Takes ownership of `values` without copying them.
     pub fn new(values: Vec<T>) -> Self {
         let len = values.len();
         Shared {
-            buf: Arc::new(values),
+            buf: Arc::new(Recycled(values)),
             range: 0..len,
         }
     }
@@ -98,38 +117,39 @@ impl<T> Shared<T> {
     }
 }
 
-impl<T: Clone> Shared<T> {
+impl<T: Poolable + Clone> Shared<T> {
     /// The values as an owned vector (without copying when this is the only reference to
     /// the whole buffer).
     pub fn into_vec(self) -> Vec<T> {
-        if self.range.start == 0 && self.range.end == self.buf.len() {
-            Arc::unwrap_or_clone(self.buf)
-        } else {
-            self.buf[self.range].to_vec()
+        let whole = self.range.start == 0 && self.range.end == self.buf.0.len();
+        match Arc::try_unwrap(self.buf) {
+            Ok(mut only) if whole => std::mem::take(&mut only.0),
+            Ok(only) => only.0[self.range].to_vec(),
+            Err(shared) => shared.0[self.range].to_vec(),
         }
     }
 }
 
-impl<T> Deref for Shared<T> {
+impl<T: Poolable> Deref for Shared<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        &self.buf[self.range.clone()]
+        &self.buf.0[self.range.clone()]
     }
 }
 
-impl<T> From<Vec<T>> for Shared<T> {
+impl<T: Poolable> From<Vec<T>> for Shared<T> {
     fn from(values: Vec<T>) -> Self {
         Shared::new(values)
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for Shared<T> {
+impl<T: Poolable + fmt::Debug> fmt::Debug for Shared<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
 }
 
-impl<T: PartialEq> PartialEq for Shared<T> {
+impl<T: Poolable + PartialEq> PartialEq for Shared<T> {
     fn eq(&self, other: &Self) -> bool {
         **self == **other
     }
@@ -217,7 +237,7 @@ impl TensorData {
         macro_rules! cat {
             ($variant:ident) => {{
                 let total = parts.iter().map(|p| p.len()).sum();
-                let mut out = Vec::with_capacity(total);
+                let mut out = crate::pool::take(total);
                 for p in parts {
                     if let TensorData::$variant(v) = p {
                         out.extend_from_slice(v);

@@ -1,0 +1,96 @@
+//! Recycling of large tensor buffers.
+//!
+//! A pipeline allocates its large buffers (batches) on one thread and frees them on
+//! another, a pattern in which the system allocator tends to hand the memory back to the
+//! kernel and fault fresh pages in for the next batch: that costs as much as the copying
+//! itself and makes throughput vary from run to run. Buffers of at least
+//! [`MIN_POOLED_BYTES`] are therefore kept when their last reference drops and reused for
+//! the next buffer of a similar size. The pool holds at most [`MAX_POOLED`] buffers and
+//! [`MAX_POOLED_BYTES`] per value type.
+
+use std::sync::Mutex;
+
+use bytes::Bytes;
+
+/// Smallest buffer worth recycling.
+pub const MIN_POOLED_BYTES: usize = 256 << 10;
+/// Most buffers kept per value type.
+pub const MAX_POOLED: usize = 16;
+/// Most bytes kept per value type.
+pub const MAX_POOLED_BYTES: usize = 256 << 20;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A value type whose buffers are recycled: `i32`, `i64`, `f32`, `f64` and byte strings
+/// (and `u8`, whose tensors are `Bytes` and are not recycled).
+pub trait Poolable: Sized + Send + Sync + 'static + sealed::Sealed {
+    #[doc(hidden)]
+    fn pool() -> &'static Mutex<Vec<Vec<Self>>>;
+}
+
+macro_rules! poolable {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Poolable for $t {
+            fn pool() -> &'static Mutex<Vec<Vec<$t>>> {
+                static POOL: Mutex<Vec<Vec<$t>>> = Mutex::new(Vec::new());
+                &POOL
+            }
+        }
+    )*};
+}
+
+poolable!(u8, i32, i64, f32, f64, Bytes);
+
+fn bytes_of<T>(capacity: usize) -> usize {
+    capacity.saturating_mul(std::mem::size_of::<T>())
+}
+
+/// An empty vector with room for `capacity` values, recycled when one fits.
+pub(crate) fn take<T: Poolable>(capacity: usize) -> Vec<T> {
+    if bytes_of::<T>(capacity) >= MIN_POOLED_BYTES {
+        let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = pool
+            .iter()
+            .position(|v| v.capacity() >= capacity && v.capacity() <= capacity.saturating_mul(2))
+        {
+            return pool.swap_remove(i);
+        }
+    }
+    Vec::with_capacity(capacity)
+}
+
+/// Keeps `v`'s allocation for reuse if it is large and the pool has room.
+pub(crate) fn give<T: Poolable>(mut v: Vec<T>) {
+    if bytes_of::<T>(v.capacity()) < MIN_POOLED_BYTES {
+        return;
+    }
+    v.clear();
+    let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
+    let held: usize = pool.iter().map(|b| bytes_of::<T>(b.capacity())).sum();
+    if pool.len() < MAX_POOLED && held + bytes_of::<T>(v.capacity()) <= MAX_POOLED_BYTES {
+        pool.push(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_buffers_come_back_small_ones_do_not() {
+        let n = MIN_POOLED_BYTES / 8 + 1;
+        let mut v: Vec<f64> = take(n);
+        v.extend(std::iter::repeat_n(1.0, n));
+        let ptr = v.as_ptr();
+        give(v);
+        let again: Vec<f64> = take(n);
+        assert!(again.is_empty());
+        assert_eq!(again.as_ptr(), ptr, "the same allocation is reused");
+        give(again);
+        let small: Vec<f64> = take(10);
+        assert!(small.capacity() < n);
+    }
+}
