@@ -48,6 +48,27 @@ fn bench(c: &mut Criterion) {
     let prefetch = Dataset::range(0, N).prefetch(BufferSize::Fixed(64));
     g.bench_function("range_prefetch64", |b| b.iter(|| drain(&prefetch)));
 
+    // Batching images: 4096 elements of 64x64x3 f32 (48 KiB each) into batches of 64.
+    let images: Vec<Element> = (0..4096)
+        .map(|i| {
+            Element::new(ElementId::new(0, i)).with(
+                "image",
+                Tensor::new(
+                    &[64, 64, 3],
+                    TensorData::F32(vec![i as f32; 64 * 64 * 3].into()),
+                )
+                .unwrap(),
+            )
+        })
+        .collect();
+    let source = Dataset::from_elements(images);
+    let seq = source.batch(64);
+    g.bench_function("batch64_images_sequential", |b| b.iter(|| drain(&seq)));
+    let par = source
+        .batch_with(BatchSpec::new(64).num_parallel(2))
+        .with_options(Options::default().with_cpu_budget(2));
+    g.bench_function("batch64_images_parallel2", |b| b.iter(|| drain(&par)));
+
     g.bench_function("pipeline_build_and_drop", |b| {
         b.iter_batched(
             || {

@@ -9,8 +9,8 @@
 //!
 //! - `read`: interleave 4 -> repeat 10 -> batch 256 (records/s, MB/s)
 //! - `parse`: interleave 4 -> repeat 5 -> batch 256 -> parse_example(image, label)
-//! - `cache2`: interleave 4 -> map(parse, decode JPEG, resize 64x64 f32) -> cache -> batch 64
-//!   -> prefetch; two epochs; the second (served from the memory cache) is reported.
+//! - `cache2`: interleave 4 -> map(parse, decode JPEG, resize 64x64 f32) -> cache -> prefetch; two epochs; the second (served from the memory cache)
+//!   is reported.
 
 use std::time::Instant;
 
@@ -71,7 +71,9 @@ fn run(dir: &str, name: &str) {
                 .parse_example(spec())
                 .map_with(MapSpec::parallel(NumParallel::Auto), |e, _| small_one(e))
                 .cache(CacheSpec::Memory)
-                .batch(64)
+                // tf.data's default `parallel_batch` optimization assembles batches on
+                // several threads; so does this.
+                .batch_with(BatchSpec::new(64).num_parallel(NumParallel::Auto))
                 .prefetch(BufferSize::Auto),
             2,
             |b| (b.tensor("label").unwrap().len(), 0),
