@@ -9,8 +9,8 @@
 //!
 //! - `read`: interleave 4 -> repeat 10 -> batch 256 (records/s, MB/s)
 //! - `parse`: interleave 4 -> repeat 5 -> batch 256 -> parse_example(image, label)
-//! - `cache2`: interleave 4 -> map(parse, decode JPEG, resize 64x64 f32) -> cache -> prefetch; two epochs; the second (served from the memory cache)
-//!   is reported.
+//! - `cache2`: interleave 4 -> map(parse, decode JPEG, resize 64x64 f32) -> cache -> batch 64
+//!   (parallel) -> prefetch; two epochs; the second (served from the memory cache) is reported.
 
 use std::time::Instant;
 
