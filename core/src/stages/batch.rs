@@ -88,9 +88,11 @@ impl Stage for BatchSpec {
             )));
         }
         Ok(Box::new(BatchStream {
-            upstream: crate::stages::single_input(inputs, "batch")?.open()?,
-            size: self.batch_size,
-            drop_remainder: self.drop_remainder,
+            groups: Groups {
+                upstream: crate::stages::single_input(inputs, "batch")?.open()?,
+                size: self.batch_size,
+                drop_remainder: self.drop_remainder,
+            },
             combine: Box::new(combine_dense),
             ctx: ctx.clone(),
         }))
@@ -105,11 +107,11 @@ impl Stage for BatchSpec {
     }
 }
 
-/// Groups of `size` consecutive elements, for threads to assemble.
-struct Groups {
-    upstream: BoxStream,
-    size: usize,
-    drop_remainder: bool,
+/// Groups of `size` consecutive elements (the last one smaller unless `drop_remainder`).
+pub(crate) struct Groups {
+    pub(crate) upstream: BoxStream,
+    pub(crate) size: usize,
+    pub(crate) drop_remainder: bool,
 }
 
 impl Source<Vec<Element>> for Groups {
@@ -132,10 +134,9 @@ impl Source<Vec<Element>> for Groups {
 /// Combines one batch's elements into the batch element.
 pub(crate) type Combine = Box<dyn Fn(&[Element]) -> Result<Element> + Send>;
 
+/// Batches assembled on the consumer's thread.
 pub(crate) struct BatchStream {
-    pub(crate) upstream: BoxStream,
-    pub(crate) size: usize,
-    pub(crate) drop_remainder: bool,
+    pub(crate) groups: Groups,
     pub(crate) combine: Combine,
     pub(crate) ctx: BuildContext,
 }
@@ -143,17 +144,10 @@ pub(crate) struct BatchStream {
 impl ElementStream for BatchStream {
     fn next(&mut self) -> Option<Result<Element>> {
         loop {
-            let mut items = Vec::with_capacity(self.size);
-            while items.len() < self.size {
-                match self.upstream.next() {
-                    Some(Ok(e)) => items.push(e),
-                    Some(Err(e)) => return Some(Err(e)),
-                    None => break,
-                }
-            }
-            if items.is_empty() || (self.drop_remainder && items.len() < self.size) {
-                return None;
-            }
+            let items = match self.groups.next_item()? {
+                Ok(items) => items,
+                Err(e) => return Some(Err(e)),
+            };
             match (self.combine)(&items) {
                 Ok(b) => return Some(Ok(b)),
                 Err(e) => {

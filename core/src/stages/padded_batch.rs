@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::element::{Element, Value};
 use crate::error::{Error, Result};
 use crate::stage::{BuildContext, Input, Stage};
-use crate::stages::batch::{BatchStream, common_names};
+use crate::stages::batch::{BatchStream, Groups, common_names};
 use crate::stream::BoxStream;
 use crate::tensor::{DType, Tensor, TensorData};
 
@@ -97,9 +97,11 @@ impl Stage for PaddedBatchSpec {
         }
         let spec = self.clone();
         Ok(Box::new(BatchStream {
-            upstream: crate::stages::single_input(inputs, "padded_batch")?.open()?,
-            size: self.batch_size,
-            drop_remainder: self.drop_remainder,
+            groups: Groups {
+                upstream: crate::stages::single_input(inputs, "padded_batch")?.open()?,
+                size: self.batch_size,
+                drop_remainder: self.drop_remainder,
+            },
             combine: Box::new(move |items| pad_and_stack(items, &spec)),
             ctx: ctx.clone(),
         }))
