@@ -46,6 +46,10 @@ pub enum Error {
     /// but could not be found.`).
     #[error("{0}")]
     Data(String),
+    /// An image cannot be decoded or processed (truncated or unknown data, zero or absurd
+    /// dimensions, a shape an op cannot take).
+    #[error("{0}")]
+    Image(String),
     /// An error from user code (a `map` or `filter` closure).
     #[error("{0}")]
     User(Box<dyn std::error::Error + Send + Sync>),

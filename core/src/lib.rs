@@ -45,6 +45,7 @@ mod dataset;
 pub mod element;
 mod error;
 pub mod executor;
+pub mod image;
 mod options;
 pub mod pool;
 pub mod rng;

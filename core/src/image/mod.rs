@@ -1,0 +1,22 @@
+//! Built-in image ops: decoding, geometry, colour, normalization.
+//!
+//! **Status: under construction (images issue).** The conventions below are fixed; the ops
+//! land in the submodules one by one.
+//!
+//! An image is a [`Tensor`] of shape `[height, width, channels]` (HWC, row-major), of dtype
+//! `u8` (pixels as decoded) or `f32` (after `cast` / `normalize`). A batch of images is
+//! `[batch, height, width, channels]`. Random ops take the element's RNG (keyed by seed,
+//! epoch, stage and element id), so augmentation is reproducible at any parallelism.
+
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// `(height, width, channels)` of an HWC image tensor.
+pub fn hwc(t: &Tensor) -> Result<(usize, usize, usize)> {
+    match t.shape() {
+        [h, w, c] => Ok((*h, *w, *c)),
+        other => Err(Error::Image(format!(
+            "expected an image of shape [height, width, channels], got {other:?}"
+        ))),
+    }
+}
