@@ -381,3 +381,44 @@ fn interleave_reading_threads_stay_within_the_cpu_budget() {
         assert_eq!(interleave.workers, want, "cpu budget {budget}");
     }
 }
+
+/// A source whose stream panics after `n` elements (a bug in a custom stage).
+#[derive(Debug)]
+struct PanickingSource(u64);
+
+impl sluice_core::Stage for PanickingSource {
+    fn name(&self) -> &'static str {
+        "panicking"
+    }
+
+    fn build(
+        &self,
+        _: &[sluice_core::Input],
+        _: &sluice_core::BuildContext,
+    ) -> sluice_core::Result<sluice_core::BoxStream> {
+        let n = self.0;
+        Ok(Box::new(sluice_core::IterStream((0..).map(move |i| {
+            assert!(i < n, "custom stage bug at {i}");
+            Ok(Element::scalar_i64(ElementId::new(0, i), "value", i as i64))
+        }))))
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[test]
+fn a_panic_upstream_of_a_threaded_stage_is_an_error_not_a_silent_end() {
+    for ds in [
+        Dataset::from_stage(PanickingSource(5), vec![])
+            .map_with(MapSpec::parallel(2), |e, _| Ok(e)),
+        Dataset::from_stage(PanickingSource(5), vec![]).prefetch(BufferSize::Fixed(2)),
+    ] {
+        let mut it = ds.iter().unwrap();
+        let got: Vec<_> = it.by_ref().collect();
+        assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 5);
+        let err = got.last().unwrap().as_ref().unwrap_err();
+        assert!(err.to_string().contains("custom stage bug at 5"), "{err}");
+    }
+}

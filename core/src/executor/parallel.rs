@@ -233,7 +233,7 @@ fn dispatch<I: Item, S: Source<I>>(
         let mut items = Vec::with_capacity(chunk);
         let t = Instant::now();
         while items.len() < chunk {
-            match upstream.next_item() {
+            match guarded(|| upstream.next_item(), &ctx) {
                 Some(item) => {
                     let is_err = item.is_err();
                     items.push(item);
@@ -330,16 +330,37 @@ pub(crate) fn apply<I: Item>(
     match catch_unwind(AssertUnwindSafe(|| f(item))) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(wrap(e)),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "non-string panic".to_string());
-            Err(wrap(Error::Panic {
-                stage: ctx.stage_label(),
-                message,
-            }))
-        }
+        Err(panic) => Err(wrap(Error::Panic {
+            stage: ctx.stage_label(),
+            message: panic_message(panic.as_ref()),
+        })),
+    }
+}
+
+/// The message of a panic payload.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic".to_string())
+}
+
+/// Pulls from an upstream on a stage's own thread: a panic there (a bug in an inline stage
+/// or a closure above) becomes an error in the stream and ends it, instead of silently
+/// ending the stream when the thread dies.
+pub(crate) fn guarded<T>(
+    next: impl FnOnce() -> Option<Result<T>>,
+    ctx: &BuildContext,
+) -> Option<Result<T>> {
+    match catch_unwind(AssertUnwindSafe(next)) {
+        Ok(item) => item,
+        Err(panic) => Some(Err(Error::Panic {
+            stage: ctx.stage_label(),
+            message: format!(
+                "upstream of this stage panicked: {}",
+                panic_message(panic.as_ref())
+            ),
+        })),
     }
 }

@@ -55,7 +55,7 @@ impl PrefetchStream {
                     let mut items = Vec::with_capacity(chunk);
                     let t = Instant::now();
                     while items.len() < chunk {
-                        match upstream.next() {
+                        match crate::executor::parallel::guarded(|| upstream.next(), &tctx) {
                             Some(item) => {
                                 let err = item.is_err();
                                 items.push(item);
