@@ -20,3 +20,11 @@ pub fn hwc(t: &Tensor) -> Result<(usize, usize, usize)> {
         ))),
     }
 }
+
+pub mod geometry;
+
+pub use geometry::{
+    PadMode, ResizeMethod, center_crop, crop, cutout, flip_left_right, flip_up_down, from_chw,
+    map_batch, map_batch_with_rngs, pad, random_crop, random_flip_left_right, random_flip_up_down,
+    random_resized_crop, random_resized_crop_window, random_rotate, resize, rotate, to_chw,
+};
