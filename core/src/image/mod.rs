@@ -8,6 +8,14 @@
 //! `[batch, height, width, channels]`. Random ops take the element's RNG (keyed by seed,
 //! epoch, stage and element id), so augmentation is reproducible at any parallelism.
 
+pub mod color;
+
+pub use color::{
+    adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation, cast, denormalize,
+    from_unit_f32, normalize, random_brightness, random_contrast, random_hue, random_saturation,
+    to_unit_f32,
+};
+
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 

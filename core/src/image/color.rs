@@ -1,0 +1,688 @@
+//! Colour ops with `tf.image`'s semantics: dtype conversion, brightness, contrast,
+//! saturation, hue, and per-channel normalization.
+//!
+//! Every op takes an image `[height, width, channels]` or a batch of images `[batch,
+//! height, width, channels]` of dtype `u8` or `f32`, and returns a tensor of the same shape.
+//!
+//! # The two dtypes
+//!
+//! - **`f32`** images are taken to be in `[0, 1]` (as after [`to_unit_f32`]) and the result
+//!   is `f32`, computed exactly as TensorFlow's CPU kernels compute it (same operations in
+//!   the same order, so agreement is to the last bit or within a few ulps) and **not
+//!   clipped**: like `tf.image`, brightness and contrast may leave `[0, 1]`.
+//! - **`u8`** images are handled as `tf.image` handles them: converted to `f32` in `[0, 1]`
+//!   (`x * (1/255)`), adjusted, and converted back with `convert_image_dtype`'s rounding
+//!   (`trunc(clamp(y * 255.5, 0, 255))`), so the result is `u8`. Where the result depends on
+//!   one value only (brightness, contrast once the means are known), this goes through a
+//!   256-entry lookup table.
+//!
+//! # Randomness
+//!
+//! `random_*` ops draw exactly one `f32` uniform in `[0, 1)` from the given RNG per
+//! parameter (after checking their arguments, which draws nothing) and map it to `[lo, hi)`
+//! as TensorFlow's `random_uniform` does (`u * (hi - lo) + lo`). TensorFlow's uniform float
+//! has 23 random bits and ours 24; the same RNG state always gives the same output.
+//!
+//! # Differences from `tf.image`
+//!
+//! - Only `u8` and `f32` images (TensorFlow also takes other integer and float dtypes), of
+//!   rank 3 or 4 (TensorFlow takes any rank ≥ 3 for contrast, saturation and hue, and any
+//!   rank for brightness).
+//! - Converting to `u8` always saturates. `tf.image.adjust_saturation` and `adjust_hue`
+//!   convert back without saturating, which only differs for values outside `[0, 1]` (where
+//!   TensorFlow's result is undefined); for values inside it the results are identical.
+//! - `NaN` values map to 0 when converted to `u8` (undefined in TensorFlow).
+//! - [`normalize`] and [`denormalize`] have no `tf.image` counterpart (`tf.image` only has
+//!   `per_image_standardization`); they are the usual `(x - mean) / std` per channel.
+
+use std::array;
+
+use bytes::Bytes;
+use rand::{Rng, RngCore};
+
+use crate::error::{Error, Result};
+use crate::pool;
+use crate::tensor::{DType, Tensor, TensorData};
+
+/// `1 / 255` as `f32`: TensorFlow's scale from `u8` to `[0, 1]` (`1. / 255` rounded to
+/// `float32`, the same value).
+const INV_255: f32 = 1.0 / 255.0;
+
+/// TensorFlow's scale from `[0, 1]` to `u8` (`dtype.max + 0.5`, "to avoid rounding
+/// problems in the cast").
+const TO_U8: f32 = 255.5;
+
+/// Values handled per block by the per-channel loops: a multiple of every channel count
+/// that divides it (1, 2, 3, 4, 6, 8, 12, 16, 24, 48), so a block starts at channel 0 and
+/// the per-channel parameters can be laid out once as a block-long pattern (which the
+/// compiler vectorizes).
+const BLOCK: usize = 48;
+
+/// `[0, 1]` float to `u8` as TensorFlow's `convert_image_dtype(..., saturate=True)`:
+/// `trunc(clamp(y * 255.5, 0, 255))` (`as` saturates and truncates; `NaN` gives 0).
+#[inline(always)]
+fn unit_to_u8(y: f32) -> u8 {
+    (y * TO_U8) as u8
+}
+
+/// `u8` to `[0, 1]` float as TensorFlow's `convert_image_dtype`: `x * (1/255)`.
+#[inline(always)]
+fn u8_to_unit(x: u8) -> f32 {
+    f32::from(x) * INV_255
+}
+
+/// An image's (or a batch's) geometry.
+#[derive(Clone, Copy)]
+struct Dims {
+    /// Pixels per image (`height * width`).
+    pixels: usize,
+    /// Channels per pixel.
+    channels: usize,
+}
+
+fn dims(img: &Tensor, op: &str) -> Result<Dims> {
+    let (h, w, c) = match *img.shape() {
+        [h, w, c] | [_, h, w, c] => (h, w, c),
+        ref other => {
+            return Err(Error::Image(format!(
+                "{op}: expected an image [height, width, channels] or a batch [batch, height, \
+                 width, channels], got shape {other:?}"
+            )));
+        }
+    };
+    match img.dtype() {
+        DType::U8 | DType::F32 => {}
+        other => {
+            return Err(Error::Image(format!(
+                "{op}: expected a u8 or f32 image, got {other}"
+            )));
+        }
+    }
+    Ok(Dims {
+        pixels: h * w,
+        channels: c,
+    })
+}
+
+fn rgb_dims(img: &Tensor, op: &str) -> Result<Dims> {
+    let d = dims(img, op)?;
+    if d.channels != 3 {
+        return Err(Error::Image(format!(
+            "{op}: expected an RGB image (3 channels), got {} channels",
+            d.channels
+        )));
+    }
+    Ok(d)
+}
+
+fn f32_image(shape: &[usize], values: Vec<f32>) -> Result<Tensor> {
+    Tensor::new(shape, TensorData::F32(values.into()))
+}
+
+fn u8_image(shape: &[usize], values: Vec<u8>) -> Result<Tensor> {
+    Tensor::new(shape, TensorData::U8(Bytes::from(values)))
+}
+
+/// `u8` values through a lookup table.
+fn map_lut(src: &[u8], lut: &[u8; 256]) -> Vec<u8> {
+    let mut out = pool::take(src.len());
+    out.extend(src.iter().map(|&x| lut[usize::from(x)]));
+    out
+}
+
+/// Appends `f(x, a[k], b[k])` for each value `x` of `src`, `k` its channel.
+#[inline(always)]
+fn map_channels<T: Copy>(
+    src: &[T],
+    a: &[f32],
+    b: &[f32],
+    out: &mut Vec<f32>,
+    f: impl Fn(T, f32, f32) -> f32,
+) {
+    let c = a.len();
+    debug_assert_eq!(b.len(), c);
+    if c == 0 {
+        return;
+    }
+    if BLOCK.is_multiple_of(c) {
+        let pa: [f32; BLOCK] = array::from_fn(|i| a[i % c]);
+        let pb: [f32; BLOCK] = array::from_fn(|i| b[i % c]);
+        let mut buf = [0.0f32; BLOCK];
+        let mut blocks = src.chunks_exact(BLOCK);
+        for block in &mut blocks {
+            let block: &[T; BLOCK] = block.try_into().expect("a block");
+            for i in 0..BLOCK {
+                buf[i] = f(block[i], pa[i], pb[i]);
+            }
+            out.extend_from_slice(&buf);
+        }
+        let rest = blocks.remainder();
+        out.extend(
+            rest.iter()
+                .zip(pa.iter().zip(&pb))
+                .map(|(&x, (&a, &b))| f(x, a, b)),
+        );
+    } else {
+        for px in src.chunks_exact(c) {
+            out.extend(
+                px.iter()
+                    .zip(a.iter().zip(b))
+                    .map(|(&x, (&a, &b))| f(x, a, b)),
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// dtype conversion
+
+/// Casts an image between `u8` and `f32` **keeping the values** (`tf.cast` /
+/// `tf.saturate_cast`): `u8 → f32` gives values in `0..=255`; `f32 → u8` clamps to
+/// `[0, 255]` and truncates toward zero (as `tf.saturate_cast`; `NaN` gives 0). Casting to
+/// the image's own dtype returns it unchanged (sharing the values).
+///
+/// For the `[0, 1]` scaling of `tf.image.convert_image_dtype`, see [`to_unit_f32`] and
+/// [`from_unit_f32`].
+pub fn cast(img: &Tensor, dtype: DType) -> Result<Tensor> {
+    dims(img, "cast")?;
+    match (img.data(), dtype) {
+        (TensorData::U8(_), DType::U8) | (TensorData::F32(_), DType::F32) => Ok(img.clone()),
+        (TensorData::U8(v), DType::F32) => {
+            let mut out = pool::take(v.len());
+            out.extend(v.iter().map(|&x| f32::from(x)));
+            f32_image(img.shape(), out)
+        }
+        (TensorData::F32(v), DType::U8) => {
+            let mut out = pool::take(v.len());
+            out.extend(v.iter().map(|&x| x as u8));
+            u8_image(img.shape(), out)
+        }
+        (_, other) => Err(Error::Image(format!(
+            "cast: can cast an image to u8 or f32, not {other}"
+        ))),
+    }
+}
+
+/// `tf.image.convert_image_dtype(img, tf.float32)`: a `u8` image to `f32` in `[0, 1]`
+/// (`x * (1/255)`, bit-identical to TensorFlow). An `f32` image is returned unchanged.
+pub fn to_unit_f32(img: &Tensor) -> Result<Tensor> {
+    dims(img, "to_unit_f32")?;
+    match img.data() {
+        TensorData::U8(v) => {
+            let mut out = pool::take(v.len());
+            out.extend(v.iter().map(|&x| u8_to_unit(x)));
+            f32_image(img.shape(), out)
+        }
+        _ => Ok(img.clone()),
+    }
+}
+
+/// `tf.image.convert_image_dtype(img, tf.uint8, saturate=True)`: an `f32` image in `[0, 1]`
+/// to `u8`, as `trunc(clamp(x * 255.5, 0, 255))` (bit-identical to TensorFlow). A `u8`
+/// image is returned unchanged.
+///
+/// Difference: TensorFlow's default `saturate=False` leaves values outside `[0, 1]`
+/// undefined; this always saturates.
+pub fn from_unit_f32(img: &Tensor) -> Result<Tensor> {
+    dims(img, "from_unit_f32")?;
+    match img.data() {
+        TensorData::F32(v) => {
+            let mut out = pool::take(v.len());
+            out.extend(v.iter().map(|&x| unit_to_u8(x)));
+            u8_image(img.shape(), out)
+        }
+        _ => Ok(img.clone()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Random parameters
+
+/// One uniform `f32` in `[lo, hi)` from one draw, mapped as TensorFlow's `random_uniform`.
+fn uniform<R: RngCore + ?Sized>(rng: &mut R, lo: f32, hi: f32) -> f32 {
+    let u: f32 = rng.random();
+    u * (hi - lo) + lo
+}
+
+fn check_range(op: &str, lower: f32, upper: f32) -> Result<()> {
+    if upper.is_nan() || lower.is_nan() || upper <= lower {
+        return Err(Error::Image(format!(
+            "{op}: upper ({upper}) must be > lower ({lower})"
+        )));
+    }
+    if lower < 0.0 {
+        return Err(Error::Image(format!(
+            "{op}: lower ({lower}) must be non-negative"
+        )));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Brightness
+
+/// `tf.image.adjust_brightness`: adds `delta` to every value. `f32`: `x + delta`, not
+/// clipped. `u8`: `x/255 + delta`, converted back with saturation (see the module docs).
+pub fn adjust_brightness(img: &Tensor, delta: f32) -> Result<Tensor> {
+    dims(img, "adjust_brightness")?;
+    match img.data() {
+        TensorData::U8(v) => {
+            let lut: [u8; 256] = array::from_fn(|x| unit_to_u8(u8_to_unit(x as u8) + delta));
+            u8_image(img.shape(), map_lut(v, &lut))
+        }
+        TensorData::F32(v) => {
+            let mut out = pool::take(v.len());
+            out.extend(v.iter().map(|&x| x + delta));
+            f32_image(img.shape(), out)
+        }
+        _ => unreachable!("dims checked the dtype"),
+    }
+}
+
+/// `tf.image.random_brightness`: [`adjust_brightness`] by a `delta` uniform in
+/// `[-max_delta, max_delta)` (one draw). `max_delta` must be non-negative.
+pub fn random_brightness<R: RngCore + ?Sized>(
+    img: &Tensor,
+    max_delta: f32,
+    rng: &mut R,
+) -> Result<Tensor> {
+    if max_delta.is_nan() || max_delta < 0.0 {
+        return Err(Error::Image(format!(
+            "random_brightness: max_delta ({max_delta}) must be non-negative"
+        )));
+    }
+    dims(img, "random_brightness")?;
+    let delta = uniform(rng, -max_delta, max_delta);
+    adjust_brightness(img, delta)
+}
+
+// ---------------------------------------------------------------------------------------
+// Contrast
+
+/// Per-channel means of one image of `pixels` pixels of `c` channels, exactly as
+/// TensorFlow's `AdjustContrastv2` CPU kernel computes them: the image is folded in half
+/// repeatedly (`y[:n/2] += y[n/2:]`, pairwise summation), then the sums are multiplied by
+/// `1.0f / pixels`. `load` maps a value to `f32` (`u8` images: `x * (1/255)`).
+fn channel_means<T: Copy>(
+    plane: &[T],
+    pixels: usize,
+    c: usize,
+    load: impl Fn(T) -> f32,
+    scratch: &mut Vec<f32>,
+) -> Vec<f32> {
+    if pixels == 0 || c == 0 {
+        return vec![0.0; c];
+    }
+    let right = pixels / 2;
+    let left = pixels - right;
+    scratch.clear();
+    scratch.extend(
+        plane[left * c..(left + right) * c]
+            .iter()
+            .zip(&plane[..right * c])
+            .map(|(&a, &b)| load(a) + load(b)),
+    );
+    if left > right {
+        scratch.extend(plane[right * c..left * c].iter().map(|&x| load(x)));
+    }
+    let mut remaining = left;
+    while remaining > 1 {
+        let right = remaining / 2;
+        let left = remaining - right;
+        let (head, tail) = scratch.split_at_mut(left * c);
+        for (a, b) in head[..right * c].iter_mut().zip(&tail[..right * c]) {
+            *a += *b;
+        }
+        remaining = left;
+    }
+    let scaling = 1.0f32 / pixels as f32;
+    scratch[..c].iter().map(|&s| s * scaling).collect()
+}
+
+/// `tf.image.adjust_contrast`: per image and channel, `mean + factor * (x - mean)`, with
+/// `mean` the channel's mean over the image (computed as TensorFlow does, so results agree
+/// to the bit). `f32`: not clipped. `u8`: computed on `x/255`, converted back with
+/// saturation (see the module docs).
+pub fn adjust_contrast(img: &Tensor, factor: f32) -> Result<Tensor> {
+    let d = dims(img, "adjust_contrast")?;
+    let plane = d.pixels * d.channels;
+    let c = d.channels;
+    match img.data() {
+        TensorData::U8(v) => {
+            let mut scratch = pool::take(plane.div_ceil(2));
+            let mut out = pool::take(v.len());
+            for image in v.chunks_exact(plane.max(1)) {
+                let means = channel_means(image, d.pixels, c, u8_to_unit, &mut scratch);
+                let luts: Vec<[u8; 256]> = means
+                    .iter()
+                    .map(|&m| {
+                        array::from_fn(|x| unit_to_u8(m + factor * (u8_to_unit(x as u8) - m)))
+                    })
+                    .collect();
+                if c == 3 {
+                    for px in image.chunks_exact(3) {
+                        out.extend_from_slice(&[
+                            luts[0][usize::from(px[0])],
+                            luts[1][usize::from(px[1])],
+                            luts[2][usize::from(px[2])],
+                        ]);
+                    }
+                } else {
+                    for px in image.chunks_exact(c) {
+                        out.extend(px.iter().zip(&luts).map(|(&x, lut)| lut[usize::from(x)]));
+                    }
+                }
+            }
+            pool::give(scratch);
+            u8_image(img.shape(), out)
+        }
+        TensorData::F32(v) => {
+            let mut scratch = pool::take(plane.div_ceil(2));
+            let mut out = pool::take(v.len());
+            let factors = vec![factor; c];
+            for image in v.chunks_exact(plane.max(1)) {
+                let means = channel_means(image, d.pixels, c, |x| x, &mut scratch);
+                map_channels(image, &means, &factors, &mut out, |x, m, f| m + f * (x - m));
+            }
+            pool::give(scratch);
+            f32_image(img.shape(), out)
+        }
+        _ => unreachable!("dims checked the dtype"),
+    }
+}
+
+/// `tf.image.random_contrast`: [`adjust_contrast`] by a factor uniform in `[lower, upper)`
+/// (one draw). Requires `0 <= lower < upper`.
+pub fn random_contrast<R: RngCore + ?Sized>(
+    img: &Tensor,
+    lower: f32,
+    upper: f32,
+    rng: &mut R,
+) -> Result<Tensor> {
+    check_range("random_contrast", lower, upper)?;
+    dims(img, "random_contrast")?;
+    let factor = uniform(rng, lower, upper);
+    adjust_contrast(img, factor)
+}
+
+// ---------------------------------------------------------------------------------------
+// Saturation (TensorFlow's `AdjustSaturation` CPU kernel, operation for operation)
+
+/// RGB to HSV, `h` in `[0, 1)`, as TensorFlow's `rgb_to_hsv` in `adjust_saturation_op.cc`
+/// (including its `double` constants `2.0 / 6.0` and `4.0 / 6.0`).
+#[inline(always)]
+fn rgb_to_hsv(r: f32, g: f32, b: f32) -> (f32, f32, f32) {
+    let vv = r.max(g.max(b));
+    let range = vv - r.min(g.min(b));
+    let s = if vv > 0.0 { range / vv } else { 0.0 };
+    let norm = 1.0f32 / (6.0f32 * range);
+    let mut hh = if r == vv {
+        norm * (g - b)
+    } else if g == vv {
+        (f64::from(norm * (b - r)) + 2.0 / 6.0) as f32
+    } else {
+        (f64::from(norm * (r - g)) + 4.0 / 6.0) as f32
+    };
+    if range <= 0.0 {
+        hh = 0.0;
+    }
+    if hh < 0.0 {
+        hh += 1.0;
+    }
+    (hh, s, vv)
+}
+
+/// HSV to RGB as TensorFlow's `hsv_to_rgb` in `adjust_saturation_op.cc`.
+#[inline(always)]
+fn hsv_to_rgb(h: f32, s: f32, v: f32) -> [f32; 3] {
+    let c = s * v;
+    let m = v - c;
+    let dh = h * 6.0;
+    let category = dh as i32;
+    let mut fmodu = dh;
+    while fmodu <= 0.0 {
+        fmodu += 2.0;
+    }
+    while fmodu >= 2.0 {
+        fmodu -= 2.0;
+    }
+    let x = c * (1.0 - (fmodu - 1.0).abs());
+    let (r, g, b) = match category {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        5 => (c, 0.0, x),
+        _ => (0.0, 0.0, 0.0),
+    };
+    [r + m, g + m, b + m]
+}
+
+#[inline(always)]
+fn saturate_pixel(r: f32, g: f32, b: f32, factor: f32) -> [f32; 3] {
+    let (h, s, v) = rgb_to_hsv(r, g, b);
+    let s = 1.0f32.min(0.0f32.max(s * factor));
+    hsv_to_rgb(h, s, v)
+}
+
+/// Applies `f` to every RGB pixel (`u8`: on `x/255`, converted back with saturation).
+fn map_rgb(img: &Tensor, f: impl Fn(f32, f32, f32) -> [f32; 3]) -> Result<Tensor> {
+    match img.data() {
+        TensorData::U8(v) => {
+            let mut out = pool::take(v.len());
+            for px in v.chunks_exact(3) {
+                let [r, g, b] = f(u8_to_unit(px[0]), u8_to_unit(px[1]), u8_to_unit(px[2]));
+                out.extend_from_slice(&[unit_to_u8(r), unit_to_u8(g), unit_to_u8(b)]);
+            }
+            u8_image(img.shape(), out)
+        }
+        TensorData::F32(v) => {
+            let mut out = pool::take(v.len());
+            for px in v.chunks_exact(3) {
+                out.extend_from_slice(&f(px[0], px[1], px[2]));
+            }
+            f32_image(img.shape(), out)
+        }
+        _ => unreachable!("dims checked the dtype"),
+    }
+}
+
+/// `tf.image.adjust_saturation`: converts each RGB pixel to HSV, multiplies the saturation
+/// by `factor` and clips it to `[0, 1]`, and converts back, with TensorFlow's kernel's
+/// arithmetic. Needs 3 channels. `u8`: on `x/255`, converted back (see the module docs).
+/// A factor of 1 is the identity up to rounding (within about 1e-7 on `[0, 1]` values).
+pub fn adjust_saturation(img: &Tensor, factor: f32) -> Result<Tensor> {
+    rgb_dims(img, "adjust_saturation")?;
+    map_rgb(img, |r, g, b| saturate_pixel(r, g, b, factor))
+}
+
+/// `tf.image.random_saturation`: [`adjust_saturation`] by a factor uniform in
+/// `[lower, upper)` (one draw). Requires `0 <= lower < upper`.
+pub fn random_saturation<R: RngCore + ?Sized>(
+    img: &Tensor,
+    lower: f32,
+    upper: f32,
+    rng: &mut R,
+) -> Result<Tensor> {
+    check_range("random_saturation", lower, upper)?;
+    rgb_dims(img, "random_saturation")?;
+    let factor = uniform(rng, lower, upper);
+    adjust_saturation(img, factor)
+}
+
+// ---------------------------------------------------------------------------------------
+// Hue (TensorFlow's `AdjustHue` CPU kernel, operation for operation)
+
+/// RGB to (hue in `[0, 6)`, min, max) as TensorFlow's `rgb_to_hv_range`.
+#[inline(always)]
+fn rgb_to_hv_range(r: f32, g: f32, b: f32) -> (f32, f32, f32) {
+    let (v_max, v_mid, v_min, category) = if r < g {
+        if b < r {
+            (g, r, b, 1)
+        } else if b > g {
+            (b, g, r, 3)
+        } else {
+            (g, b, r, 2)
+        }
+    } else if b < g {
+        (r, g, b, 0)
+    } else if b > r {
+        (b, r, g, 4)
+    } else {
+        (r, b, g, 5)
+    };
+    if v_max == v_min {
+        return (0.0, v_min, v_max);
+    }
+    let ratio = (v_mid - v_min) / (v_max - v_min);
+    let h = category as f32
+        + if category & 1 == 0 {
+            ratio
+        } else {
+            1.0 - ratio
+        };
+    (h, v_min, v_max)
+}
+
+/// (hue in `[0, 6)`, min, max) to RGB as TensorFlow's `hv_range_to_rgb`.
+#[inline(always)]
+fn hv_range_to_rgb(h: f32, v_min: f32, v_max: f32) -> [f32; 3] {
+    let category = h as i32;
+    let mut ratio = h - category as f32;
+    if category & 1 != 0 {
+        ratio = 1.0 - ratio;
+    }
+    let v_mid = v_min + ratio * (v_max - v_min);
+    match category {
+        0 => [v_max, v_mid, v_min],
+        1 => [v_mid, v_max, v_min],
+        2 => [v_min, v_max, v_mid],
+        3 => [v_min, v_mid, v_max],
+        4 => [v_mid, v_min, v_max],
+        _ => [v_max, v_min, v_mid],
+    }
+}
+
+#[inline(always)]
+fn hue_pixel(r: f32, g: f32, b: f32, delta6: f32) -> [f32; 3] {
+    let (mut h, v_min, v_max) = rgb_to_hv_range(r, g, b);
+    h += delta6;
+    while h < 0.0 {
+        h += 6.0;
+    }
+    while h >= 6.0 {
+        h -= 6.0;
+    }
+    hv_range_to_rgb(h, v_min, v_max)
+}
+
+/// `tf.image.adjust_hue`: rotates each RGB pixel's hue by `delta` (a fraction of the
+/// colour circle, in `[-1, 1]`), with TensorFlow's kernel's arithmetic (hue, minimum and
+/// maximum; the maximum and minimum of a pixel are kept exactly). Needs 3 channels. `u8`:
+/// on `x/255`, converted back (see the module docs). A delta of 0 is the identity up to
+/// rounding (within about 1e-7 on `[0, 1]` values).
+pub fn adjust_hue(img: &Tensor, delta: f32) -> Result<Tensor> {
+    if !(-1.0..=1.0).contains(&delta) {
+        return Err(Error::Image(format!(
+            "adjust_hue: delta ({delta}) must be in [-1, 1]"
+        )));
+    }
+    rgb_dims(img, "adjust_hue")?;
+    let delta6 = delta * 6.0;
+    map_rgb(img, |r, g, b| hue_pixel(r, g, b, delta6))
+}
+
+/// `tf.image.random_hue`: [`adjust_hue`] by a delta uniform in `[-max_delta, max_delta)`
+/// (one draw). Requires `0 <= max_delta <= 0.5`.
+pub fn random_hue<R: RngCore + ?Sized>(
+    img: &Tensor,
+    max_delta: f32,
+    rng: &mut R,
+) -> Result<Tensor> {
+    if !(0.0..=0.5).contains(&max_delta) {
+        return Err(Error::Image(format!(
+            "random_hue: max_delta ({max_delta}) must be in [0, 0.5]"
+        )));
+    }
+    rgb_dims(img, "random_hue")?;
+    let delta = uniform(rng, -max_delta, max_delta);
+    adjust_hue(img, delta)
+}
+
+// ---------------------------------------------------------------------------------------
+// Normalization
+
+/// Per-channel parameters: one value per channel, or one value for all.
+fn per_channel(op: &str, name: &str, values: &[f32], c: usize) -> Result<Vec<f32>> {
+    match values.len() {
+        1 => Ok(vec![values[0]; c]),
+        n if n == c => Ok(values.to_vec()),
+        n => Err(Error::Image(format!(
+            "{op}: {name} has {n} values for an image of {c} channels (give {c}, or 1 for all)"
+        ))),
+    }
+}
+
+fn inverse_stds(op: &str, std: &[f32], c: usize) -> Result<Vec<f32>> {
+    let std = per_channel(op, "std", std, c)?;
+    if let Some(bad) = std.iter().find(|s| !(s.is_finite() && **s != 0.0)) {
+        return Err(Error::Image(format!(
+            "{op}: std values must be finite and non-zero, got {bad}"
+        )));
+    }
+    Ok(std.iter().map(|s| 1.0 / s).collect())
+}
+
+/// Per-channel normalization to `f32`: `(x * scale - mean[c]) / std[c]`.
+///
+/// `u8` images are cast to `f32` keeping their values (`0..=255`), *not* scaled to
+/// `[0, 1]`: pass `scale = 1.0 / 255.0` for that (ImageNet-style means and stds in
+/// `[0, 1]`), or `1.0` for means and stds in pixel units. `mean` and `std` have one value
+/// per channel, or one value for all. The division is computed as a multiplication by
+/// `1 / std[c]` (within one ulp of dividing). Not in `tf.image`.
+pub fn normalize(img: &Tensor, mean: &[f32], std: &[f32], scale: f32) -> Result<Tensor> {
+    let d = dims(img, "normalize")?;
+    let mean = per_channel("normalize", "mean", mean, d.channels)?;
+    let inv = inverse_stds("normalize", std, d.channels)?;
+    let mut out = pool::take(img.len());
+    match img.data() {
+        TensorData::U8(v) => {
+            map_channels(&v[..], &mean, &inv, &mut out, |x, m, i| {
+                (f32::from(x) * scale - m) * i
+            });
+        }
+        TensorData::F32(v) => {
+            map_channels(&v[..], &mean, &inv, &mut out, |x, m, i| (x * scale - m) * i);
+        }
+        _ => unreachable!("dims checked the dtype"),
+    }
+    f32_image(img.shape(), out)
+}
+
+/// The inverse of [`normalize`] with the same arguments: `(y * std[c] + mean[c]) / scale`,
+/// as `f32` (cast or [`from_unit_f32`] to get `u8` pixels back). `scale` must be finite and
+/// non-zero.
+pub fn denormalize(img: &Tensor, mean: &[f32], std: &[f32], scale: f32) -> Result<Tensor> {
+    let d = dims(img, "denormalize")?;
+    if !(scale.is_finite() && scale != 0.0) {
+        return Err(Error::Image(format!(
+            "denormalize: scale must be finite and non-zero, got {scale}"
+        )));
+    }
+    let mean = per_channel("denormalize", "mean", mean, d.channels)?;
+    let std = per_channel("denormalize", "std", std, d.channels)?;
+    let mut out = pool::take(img.len());
+    match img.data() {
+        TensorData::U8(v) => {
+            map_channels(&v[..], &std, &mean, &mut out, |y, s, m| {
+                (f32::from(y) * s + m) / scale
+            });
+        }
+        TensorData::F32(v) => {
+            map_channels(&v[..], &std, &mean, &mut out, |y, s, m| (y * s + m) / scale);
+        }
+        _ => unreachable!("dims checked the dtype"),
+    }
+    f32_image(img.shape(), out)
+}
