@@ -1,0 +1,64 @@
+//! Criterion bench of the colour ops on one 224×224×3 image (ImageNet training size).
+//! Throughput is counted in images, so criterion's `thrpt` is images per second on one
+//! core.
+//!
+//! - `f32/brightness_contrast_normalize`: the usual float augmentation chain
+//!   (`adjust_brightness`, `adjust_contrast`, `normalize` with ImageNet's mean and std).
+//! - `f32/*`, `u8/*`: each op alone, on an `f32` image in `[0, 1]` or a `u8` image.
+//!
+//! ```sh
+//! cargo bench -p sluice-core --bench color
+//! ```
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rand::{Rng, SeedableRng};
+use sluice_core::image::color::{
+    adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation, normalize, to_unit_f32,
+};
+use sluice_core::{Tensor, TensorData};
+
+const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+const STD: [f32; 3] = [0.229, 0.224, 0.225];
+
+fn bench(c: &mut Criterion) {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+    let pixels: Vec<u8> = (0..224 * 224 * 3).map(|_| rng.random()).collect();
+    let u8_img = Tensor::new(&[224, 224, 3], TensorData::U8(pixels.into())).unwrap();
+    let f32_img = to_unit_f32(&u8_img).unwrap();
+
+    let mut g = c.benchmark_group("color");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("f32/brightness_contrast_normalize", |b| {
+        b.iter(|| {
+            let x = adjust_brightness(black_box(&f32_img), 0.1).unwrap();
+            let x = adjust_contrast(&x, 1.2).unwrap();
+            normalize(&x, &MEAN, &STD, 1.0).unwrap()
+        })
+    });
+    for (name, img) in [("f32", &f32_img), ("u8", &u8_img)] {
+        g.bench_function(format!("{name}/brightness"), |b| {
+            b.iter(|| adjust_brightness(black_box(img), 0.1).unwrap())
+        });
+        g.bench_function(format!("{name}/contrast"), |b| {
+            b.iter(|| adjust_contrast(black_box(img), 1.2).unwrap())
+        });
+        g.bench_function(format!("{name}/normalize"), |b| {
+            b.iter(|| normalize(black_box(img), &MEAN, &STD, 1.0 / 255.0).unwrap())
+        });
+        g.bench_function(format!("{name}/saturation"), |b| {
+            b.iter(|| adjust_saturation(black_box(img), 1.3).unwrap())
+        });
+        g.bench_function(format!("{name}/hue"), |b| {
+            b.iter(|| adjust_hue(black_box(img), 0.1).unwrap())
+        });
+    }
+    g.bench_function("u8/to_unit_f32", |b| {
+        b.iter(|| to_unit_f32(black_box(&u8_img)).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
