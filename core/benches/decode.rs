@@ -1,0 +1,92 @@
+//! Criterion bench of JPEG decoding (`sluice_core::image::decode`) on synthetic photos-like
+//! JPEGs (a smooth gradient with ripples plus uniform noise of ±12, encoded by the `image`
+//! crate at quality 90, 4:2:0), 256×256 and 1024×768:
+//!
+//! - `full`: [`decode_image`] (zune-jpeg), the whole image.
+//! - `crop_center_224` / `crop_top_224`: [`decode_and_crop`] of a 224×224 window in the
+//!   centre / at the top-left corner (decoding stops one MCU row below the window).
+//! - `full_then_crop_224`: [`decode_image`] and then copying out the centre window: what
+//!   `decode_and_crop` would cost without stopping early.
+//! - `scaled_224`: [`decode_jpeg_scaled`] with at least 224×224 (scale 1 for 256×256 — the
+//!   jpeg-decoder full decode —, 1/2 for 1024×768).
+//! - `scaled_half`: [`decode_jpeg_scaled`] at 1/2, `scaled_quarter` at 1/4, and
+//!   `scaled_full_jpeg_decoder` at scale 1: jpeg-decoder's full decode, the baseline the
+//!   scaled decodes save against (jpeg-decoder's entropy decoding, which scaling does not
+//!   reduce, is slower than zune-jpeg's).
+//!
+//! ```sh
+//! cargo bench -p sluice-core --bench decode
+//! ```
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use rand::{Rng, SeedableRng};
+use sluice_core::image::{decode_and_crop, decode_image, decode_jpeg_scaled};
+
+fn synthetic_jpeg(w: u32, h: u32) -> Vec<u8> {
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(3);
+    let mut pixels = Vec::with_capacity((w * h * 3) as usize);
+    for y in 0..h {
+        for x in 0..w {
+            let (fx, fy) = (x as f32 / w as f32, y as f32 / h as f32);
+            let ripple = ((fx * 17.0).sin() * (fy * 11.0).cos()) * 40.0;
+            for (c, base) in [(0, 200.0 * fx), (1, 180.0 * fy), (2, 120.0 * (1.0 - fx))] {
+                let noise = rng.random_range(-12.0..12.0);
+                let v = base + ripple * (c as f32 * 0.3 + 0.5) + noise + 30.0;
+                pixels.push(v.clamp(0.0, 255.0) as u8);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)
+        .encode(&pixels, w, h, image::ExtendedColorType::Rgb8)
+        .unwrap();
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    for (w, h) in [(256usize, 256usize), (1024, 768)] {
+        let jpeg = synthetic_jpeg(w as u32, h as u32);
+        let centre = ((h - 224) / 2, (w - 224) / 2, 224, 224);
+        let full = decode_image(&jpeg, None).unwrap();
+        let crop = decode_and_crop(&jpeg, centre, None).unwrap();
+        assert_eq!(crop.shape(), &[224, 224, 3]);
+        println!("{w}x{h}: {} JPEG bytes", jpeg.len());
+        let mut g = c.benchmark_group(format!("decode_jpeg_{w}x{h}"));
+        g.bench_function("full", |b| b.iter(|| decode_image(&jpeg, None).unwrap()));
+        g.bench_function("crop_center_224", |b| {
+            b.iter(|| decode_and_crop(&jpeg, centre, None).unwrap())
+        });
+        g.bench_function("crop_top_224", |b| {
+            b.iter(|| decode_and_crop(&jpeg, (0, 0, 224, 224), None).unwrap())
+        });
+        g.bench_function("full_then_crop_224", |b| {
+            b.iter(|| {
+                let t = decode_image(&jpeg, None).unwrap();
+                let px = t.as_u8().unwrap();
+                let mut out = Vec::with_capacity(224 * 224 * 3);
+                for r in centre.0..centre.0 + 224 {
+                    let s = (r * w + centre.1) * 3;
+                    out.extend_from_slice(&px[s..s + 224 * 3]);
+                }
+                out
+            })
+        });
+        g.bench_function("scaled_224", |b| {
+            b.iter(|| decode_jpeg_scaled(&jpeg, 224, 224).unwrap())
+        });
+        g.bench_function("scaled_half", |b| {
+            b.iter(|| decode_jpeg_scaled(&jpeg, h / 2, w / 2).unwrap())
+        });
+        g.bench_function("scaled_full_jpeg_decoder", |b| {
+            b.iter(|| decode_jpeg_scaled(&jpeg, h, w).unwrap())
+        });
+        g.bench_function("scaled_quarter", |b| {
+            b.iter(|| decode_jpeg_scaled(&jpeg, h / 4, w / 4).unwrap())
+        });
+        g.finish();
+        drop(full);
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
