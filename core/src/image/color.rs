@@ -147,14 +147,15 @@ fn map_channels<T: Copy>(
     if BLOCK.is_multiple_of(c) {
         let pa: [f32; BLOCK] = array::from_fn(|i| a[i % c]);
         let pb: [f32; BLOCK] = array::from_fn(|i| b[i % c]);
-        let mut buf = [0.0f32; BLOCK];
         let mut blocks = src.chunks_exact(BLOCK);
         for block in &mut blocks {
             let block: &[T; BLOCK] = block.try_into().expect("a block");
-            for i in 0..BLOCK {
-                buf[i] = f(block[i], pa[i], pb[i]);
-            }
-            out.extend_from_slice(&buf);
+            out.extend(
+                block
+                    .iter()
+                    .zip(pa.iter().zip(&pb))
+                    .map(|(&x, (&a, &b))| f(x, a, b)),
+            );
         }
         let rest = blocks.remainder();
         out.extend(
@@ -169,6 +170,37 @@ fn map_channels<T: Copy>(
                     .zip(a.iter().zip(b))
                     .map(|(&x, (&a, &b))| f(x, a, b)),
             );
+        }
+    }
+}
+
+/// Appends `luts[k][x]` for each value `x` of `src`, `k` its channel.
+fn map_channels_lut(src: &[u8], luts: &[[u8; 256]], out: &mut Vec<u8>) {
+    let c = luts.len();
+    if c == 0 {
+        return;
+    }
+    if BLOCK.is_multiple_of(c) {
+        let pattern: [&[u8; 256]; BLOCK] = array::from_fn(|i| &luts[i % c]);
+        let mut blocks = src.chunks_exact(BLOCK);
+        for block in &mut blocks {
+            let block: &[u8; BLOCK] = block.try_into().expect("a block");
+            out.extend(
+                block
+                    .iter()
+                    .zip(&pattern)
+                    .map(|(&x, lut)| lut[usize::from(x)]),
+            );
+        }
+        let rest = blocks.remainder();
+        out.extend(
+            rest.iter()
+                .zip(&pattern)
+                .map(|(&x, lut)| lut[usize::from(x)]),
+        );
+    } else {
+        for px in src.chunks_exact(c) {
+            out.extend(px.iter().zip(luts).map(|(&x, lut)| lut[usize::from(x)]));
         }
     }
 }
@@ -359,19 +391,7 @@ pub fn adjust_contrast(img: &Tensor, factor: f32) -> Result<Tensor> {
                         array::from_fn(|x| unit_to_u8(m + factor * (u8_to_unit(x as u8) - m)))
                     })
                     .collect();
-                if c == 3 {
-                    for px in image.chunks_exact(3) {
-                        out.extend_from_slice(&[
-                            luts[0][usize::from(px[0])],
-                            luts[1][usize::from(px[1])],
-                            luts[2][usize::from(px[2])],
-                        ]);
-                    }
-                } else {
-                    for px in image.chunks_exact(c) {
-                        out.extend(px.iter().zip(&luts).map(|(&x, lut)| lut[usize::from(x)]));
-                    }
-                }
+                map_channels_lut(image, &luts, &mut out);
             }
             pool::give(scratch);
             u8_image(img.shape(), out)
@@ -406,64 +426,64 @@ pub fn random_contrast<R: RngCore + ?Sized>(
 }
 
 // ---------------------------------------------------------------------------------------
-// Saturation (TensorFlow's `AdjustSaturation` CPU kernel, operation for operation)
+// Saturation (TensorFlow's `AdjustSaturation` CPU kernel)
 
-/// RGB to HSV, `h` in `[0, 1)`, as TensorFlow's `rgb_to_hsv` in `adjust_saturation_op.cc`
-/// (including its `double` constants `2.0 / 6.0` and `4.0 / 6.0`).
+/// Which of `[c, x, 0]` TensorFlow's `hsv_to_rgb` puts in r, g and b, by hue sextant
+/// (its `switch`; 6 and 7 are its `default`, all 0: a hue of exactly 1 lands there).
+const SAT_SLOTS: [[usize; 3]; 8] = [
+    [0, 1, 2],
+    [1, 0, 2],
+    [2, 0, 1],
+    [2, 1, 0],
+    [1, 2, 0],
+    [0, 2, 1],
+    [2, 2, 2],
+    [2, 2, 2],
+];
+
+/// One pixel through TensorFlow's `AdjustSaturation` kernel (`rgb_to_hsv`, clip
+/// `s * factor` to `[0, 1]`, `hsv_to_rgb`), giving the same values, written without
+/// data-dependent branches (its `switch` and loops become table look-ups and closed forms;
+/// the unit tests check it against a literal port of the kernel, `tf_port`).
 #[inline(always)]
-fn rgb_to_hsv(r: f32, g: f32, b: f32) -> (f32, f32, f32) {
-    let vv = r.max(g.max(b));
-    let range = vv - r.min(g.min(b));
-    let s = if vv > 0.0 { range / vv } else { 0.0 };
+fn saturate_pixel(r: f32, g: f32, b: f32, factor: f32) -> [f32; 3] {
+    // C++'s std::max / std::min.
+    let max = |a: f32, b: f32| if a < b { b } else { a };
+    let min = |a: f32, b: f32| if b < a { b } else { a };
+    // rgb_to_hsv.
+    let v = max(r, max(g, b));
+    let range = v - min(r, min(g, b));
+    let s = if v > 0.0 { range / v } else { 0.0 };
     let norm = 1.0f32 / (6.0f32 * range);
-    let mut hh = if r == vv {
-        norm * (g - b)
-    } else if g == vv {
-        (f64::from(norm * (b - r)) + 2.0 / 6.0) as f32
-    } else {
-        (f64::from(norm * (r - g)) + 4.0 / 6.0) as f32
-    };
-    if range <= 0.0 {
-        hh = 0.0;
-    }
-    if hh < 0.0 {
-        hh += 1.0;
-    }
-    (hh, s, vv)
-}
-
-/// HSV to RGB as TensorFlow's `hsv_to_rgb` in `adjust_saturation_op.cc`.
-#[inline(always)]
-fn hsv_to_rgb(h: f32, s: f32, v: f32) -> [f32; 3] {
+    // TF adds the `double` constants 2.0 / 6.0 and 4.0 / 6.0 in double precision; adding
+    // 0.0 in the first case changes nothing (but the sign of a zero, which the rest
+    // ignores).
+    let k = usize::from(r != v) * (1 + usize::from(g != v));
+    let diff = [g - b, b - r, r - g][k];
+    let offset = [0.0, 2.0 / 6.0, 4.0 / 6.0][k];
+    let mut h = (f64::from(norm * diff) + offset) as f32;
+    h = if range <= 0.0 { 0.0 } else { h };
+    h = if h < 0.0 { h + 1.0 } else { h };
+    // The saturation change.
+    let s = s * factor;
+    let s = if 0.0 < s { s } else { 0.0 };
+    let s = if s < 1.0 { s } else { 1.0 };
+    // hsv_to_rgb. `h` is in [0, 1] (or NaN), so `dh` in [0, 6]; TF's loops (add 2 while
+    // <= 0, subtract 2 while >= 2) compute `dh - 2 * floor(dh / 2)`, exactly (each
+    // subtraction is exact), and so does this.
     let c = s * v;
     let m = v - c;
     let dh = h * 6.0;
     let category = dh as i32;
-    let mut fmodu = dh;
-    while fmodu <= 0.0 {
-        fmodu += 2.0;
-    }
-    while fmodu >= 2.0 {
-        fmodu -= 2.0;
-    }
+    let fmodu = dh - 2.0 * ((dh * 0.5) as i32 as f32);
     let x = c * (1.0 - (fmodu - 1.0).abs());
-    let (r, g, b) = match category {
-        0 => (c, x, 0.0),
-        1 => (x, c, 0.0),
-        2 => (0.0, c, x),
-        3 => (0.0, x, c),
-        4 => (x, 0.0, c),
-        5 => (c, 0.0, x),
-        _ => (0.0, 0.0, 0.0),
-    };
-    [r + m, g + m, b + m]
-}
-
-#[inline(always)]
-fn saturate_pixel(r: f32, g: f32, b: f32, factor: f32) -> [f32; 3] {
-    let (h, s, v) = rgb_to_hsv(r, g, b);
-    let s = 1.0f32.min(0.0f32.max(s * factor));
-    hsv_to_rgb(h, s, v)
+    let values = [c, x, 0.0];
+    let slots = SAT_SLOTS[(category as u32).min(7) as usize];
+    [
+        values[slots[0]] + m,
+        values[slots[1]] + m,
+        values[slots[2]] + m,
+    ]
 }
 
 /// Applies `f` to every RGB pixel (`u8`: on `x/255`, converted back with saturation).
@@ -512,69 +532,99 @@ pub fn random_saturation<R: RngCore + ?Sized>(
 }
 
 // ---------------------------------------------------------------------------------------
-// Hue (TensorFlow's `AdjustHue` CPU kernel, operation for operation)
+// Hue (TensorFlow's `AdjustHue` CPU kernel)
 
-/// RGB to (hue in `[0, 6)`, min, max) as TensorFlow's `rgb_to_hv_range`.
-#[inline(always)]
-fn rgb_to_hv_range(r: f32, g: f32, b: f32) -> (f32, f32, f32) {
-    let (v_max, v_mid, v_min, category) = if r < g {
-        if b < r {
-            (g, r, b, 1)
-        } else if b > g {
-            (b, g, r, 3)
-        } else {
-            (g, b, r, 2)
+/// For each hue sextant of TensorFlow's `AdjustHue` kernel: the indices in `[r, g, b]` of
+/// the maximum, the middle and the minimum component (in `rgb_to_hv_range`, and where
+/// `hv_range_to_rgb` puts them back: the same table).
+const HUE_ORDER: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [1, 0, 2],
+    [1, 2, 0],
+    [2, 1, 0],
+    [2, 0, 1],
+    [0, 2, 1],
+];
+
+/// The inverse of [`HUE_ORDER`]: for each sextant, whether r, g and b are the maximum (0),
+/// the middle (1) or the minimum (2).
+const HUE_ROLE: [[usize; 3]; 6] = {
+    let mut table = [[0; 3]; 6];
+    let mut sextant = 0;
+    while sextant < 6 {
+        let mut role = 0;
+        while role < 3 {
+            table[sextant][HUE_ORDER[sextant][role]] = role;
+            role += 1;
         }
-    } else if b < g {
-        (r, g, b, 0)
-    } else if b > r {
-        (b, r, g, 4)
-    } else {
-        (r, b, g, 5)
-    };
-    if v_max == v_min {
-        return (0.0, v_min, v_max);
+        sextant += 1;
     }
-    let ratio = (v_mid - v_min) / (v_max - v_min);
-    let h = category as f32
-        + if category & 1 == 0 {
-            ratio
+    table
+};
+
+/// The sextant `rgb_to_hv_range` picks, by its comparisons (bit 0: `r < g`, 1: `b < r`,
+/// 2: `b > g`, 3: `b < g`, 4: `b > r`): its `if` tree, evaluated at compile time.
+const HUE_SEXTANT: [u8; 32] = {
+    let mut table = [0u8; 32];
+    let mut bits = 0;
+    while bits < 32 {
+        table[bits] = if bits & 1 != 0 {
+            if bits & 2 != 0 {
+                1
+            } else if bits & 4 != 0 {
+                3
+            } else {
+                2
+            }
+        } else if bits & 8 != 0 {
+            0
+        } else if bits & 16 != 0 {
+            4
         } else {
-            1.0 - ratio
+            5
         };
-    (h, v_min, v_max)
-}
-
-/// (hue in `[0, 6)`, min, max) to RGB as TensorFlow's `hv_range_to_rgb`.
-#[inline(always)]
-fn hv_range_to_rgb(h: f32, v_min: f32, v_max: f32) -> [f32; 3] {
-    let category = h as i32;
-    let mut ratio = h - category as f32;
-    if category & 1 != 0 {
-        ratio = 1.0 - ratio;
+        bits += 1;
     }
-    let v_mid = v_min + ratio * (v_max - v_min);
-    match category {
-        0 => [v_max, v_mid, v_min],
-        1 => [v_mid, v_max, v_min],
-        2 => [v_min, v_max, v_mid],
-        3 => [v_min, v_mid, v_max],
-        4 => [v_mid, v_min, v_max],
-        _ => [v_max, v_min, v_mid],
-    }
-}
+    table
+};
 
+/// One pixel through TensorFlow's `AdjustHue` kernel (`rgb_to_hv_range`, shift and wrap
+/// the hue, `hv_range_to_rgb`), giving the same values, written without data-dependent
+/// branches (the unit tests check it against a literal port of the kernel, `tf_port`).
+/// `delta6` is `delta * 6`, in `[-6, 6]`.
 #[inline(always)]
 fn hue_pixel(r: f32, g: f32, b: f32, delta6: f32) -> [f32; 3] {
-    let (mut h, v_min, v_max) = rgb_to_hv_range(r, g, b);
-    h += delta6;
-    while h < 0.0 {
-        h += 6.0;
-    }
-    while h >= 6.0 {
-        h -= 6.0;
-    }
-    hv_range_to_rgb(h, v_min, v_max)
+    let px = [r, g, b];
+    let bits = usize::from(r < g)
+        | usize::from(b < r) << 1
+        | usize::from(b > g) << 2
+        | usize::from(b < g) << 3
+        | usize::from(b > r) << 4;
+    let sextant = usize::from(HUE_SEXTANT[bits]);
+    let [i_max, i_mid, i_min] = HUE_ORDER[sextant];
+    let (v_max, v_mid, v_min) = (px[i_max], px[i_mid], px[i_min]);
+    let ratio = (v_mid - v_min) / (v_max - v_min);
+    // Indexing rather than `if`: the compiler would branch, unpredictably.
+    let ratio = [ratio, 1.0 - ratio][sextant & 1];
+    let h = if v_max == v_min {
+        0.0
+    } else {
+        sextant as f32 + ratio
+    };
+    // TF wraps with loops (add 6 while < 0, then subtract 6 while >= 6). With h in [0, 6]
+    // and delta6 in [-6, 6], one addition and at most two subtractions do the same.
+    let mut h = h + delta6;
+    h = if h < 0.0 { h + 6.0 } else { h };
+    h = if h >= 6.0 { h - 6.0 } else { h };
+    h = if h >= 6.0 { h - 6.0 } else { h };
+    // hv_range_to_rgb (its sextant 5 is also its `default`).
+    let sextant = (h as u32).min(5) as usize;
+    let ratio = h - sextant as f32;
+    let ratio = [ratio, 1.0 - ratio][sextant & 1];
+    let v_mid = v_min + ratio * (v_max - v_min);
+    let values = [v_max, v_mid, v_min];
+    let role = HUE_ROLE[sextant];
+    [values[role[0]], values[role[1]], values[role[2]]]
 }
 
 /// `tf.image.adjust_hue`: rotates each RGB pixel's hue by `delta` (a fraction of the
@@ -685,4 +735,202 @@ pub fn denormalize(img: &Tensor, mean: &[f32], std: &[f32], scale: f32) -> Resul
         _ => unreachable!("dims checked the dtype"),
     }
     f32_image(img.shape(), out)
+}
+
+/// Literal ports of TensorFlow's saturation and hue kernels (`adjust_saturation_op.cc`,
+/// `adjust_hue_op.cc`), statement for statement, against which the branch-free versions
+/// above are checked.
+#[cfg(test)]
+mod tf_port {
+    /// RGB to HSV, `h` in `[0, 1)`, as TensorFlow's `rgb_to_hsv` in `adjust_saturation_op.cc`
+    /// (including its `double` constants `2.0 / 6.0` and `4.0 / 6.0`).
+    pub(super) fn rgb_to_hsv(r: f32, g: f32, b: f32) -> (f32, f32, f32) {
+        let vv = r.max(g.max(b));
+        let range = vv - r.min(g.min(b));
+        let s = if vv > 0.0 { range / vv } else { 0.0 };
+        let norm = 1.0f32 / (6.0f32 * range);
+        let mut hh = if r == vv {
+            norm * (g - b)
+        } else if g == vv {
+            (f64::from(norm * (b - r)) + 2.0 / 6.0) as f32
+        } else {
+            (f64::from(norm * (r - g)) + 4.0 / 6.0) as f32
+        };
+        if range <= 0.0 {
+            hh = 0.0;
+        }
+        if hh < 0.0 {
+            hh += 1.0;
+        }
+        (hh, s, vv)
+    }
+
+    /// HSV to RGB as TensorFlow's `hsv_to_rgb` in `adjust_saturation_op.cc`.
+    pub(super) fn hsv_to_rgb(h: f32, s: f32, v: f32) -> [f32; 3] {
+        let c = s * v;
+        let m = v - c;
+        let dh = h * 6.0;
+        let category = dh as i32;
+        let mut fmodu = dh;
+        while fmodu <= 0.0 {
+            fmodu += 2.0;
+        }
+        while fmodu >= 2.0 {
+            fmodu -= 2.0;
+        }
+        let x = c * (1.0 - (fmodu - 1.0).abs());
+        let (r, g, b) = match category {
+            0 => (c, x, 0.0),
+            1 => (x, c, 0.0),
+            2 => (0.0, c, x),
+            3 => (0.0, x, c),
+            4 => (x, 0.0, c),
+            5 => (c, 0.0, x),
+            _ => (0.0, 0.0, 0.0),
+        };
+        [r + m, g + m, b + m]
+    }
+
+    pub(super) fn saturate_pixel(r: f32, g: f32, b: f32, factor: f32) -> [f32; 3] {
+        let (h, s, v) = rgb_to_hsv(r, g, b);
+        let s = 1.0f32.min(0.0f32.max(s * factor));
+        hsv_to_rgb(h, s, v)
+    }
+
+    /// RGB to (hue in `[0, 6)`, min, max) as TensorFlow's `rgb_to_hv_range`.
+    pub(super) fn rgb_to_hv_range(r: f32, g: f32, b: f32) -> (f32, f32, f32) {
+        let (v_max, v_mid, v_min, category) = if r < g {
+            if b < r {
+                (g, r, b, 1)
+            } else if b > g {
+                (b, g, r, 3)
+            } else {
+                (g, b, r, 2)
+            }
+        } else if b < g {
+            (r, g, b, 0)
+        } else if b > r {
+            (b, r, g, 4)
+        } else {
+            (r, b, g, 5)
+        };
+        if v_max == v_min {
+            return (0.0, v_min, v_max);
+        }
+        let ratio = (v_mid - v_min) / (v_max - v_min);
+        let h = category as f32
+            + if category & 1 == 0 {
+                ratio
+            } else {
+                1.0 - ratio
+            };
+        (h, v_min, v_max)
+    }
+
+    /// (hue in `[0, 6)`, min, max) to RGB as TensorFlow's `hv_range_to_rgb`.
+    pub(super) fn hv_range_to_rgb(h: f32, v_min: f32, v_max: f32) -> [f32; 3] {
+        let category = h as i32;
+        let mut ratio = h - category as f32;
+        if category & 1 != 0 {
+            ratio = 1.0 - ratio;
+        }
+        let v_mid = v_min + ratio * (v_max - v_min);
+        match category {
+            0 => [v_max, v_mid, v_min],
+            1 => [v_mid, v_max, v_min],
+            2 => [v_min, v_max, v_mid],
+            3 => [v_min, v_mid, v_max],
+            4 => [v_mid, v_min, v_max],
+            _ => [v_max, v_min, v_mid],
+        }
+    }
+
+    pub(super) fn hue_pixel(r: f32, g: f32, b: f32, delta6: f32) -> [f32; 3] {
+        let (mut h, v_min, v_max) = rgb_to_hv_range(r, g, b);
+        h += delta6;
+        while h < 0.0 {
+            h += 6.0;
+        }
+        while h >= 6.0 {
+            h -= 6.0;
+        }
+        hv_range_to_rgb(h, v_min, v_max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    /// Equal values (+0 and -0 count as equal, as do two NaNs).
+    fn same(a: [f32; 3], b: [f32; 3]) -> bool {
+        a.iter()
+            .zip(&b)
+            .all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+    }
+
+    /// Pixels with ties, zeros, ones and extremes, then random ones.
+    fn pixels() -> Vec<[f32; 3]> {
+        let levels = [0.0, 1e-7, 0.1, 1.0 / 3.0, 0.5, 0.7, 0.99999994, 1.0];
+        let mut out = Vec::new();
+        for &r in &levels {
+            for &g in &levels {
+                for &b in &levels {
+                    out.push([r, g, b]);
+                }
+            }
+        }
+        for r in (0..=255u8).step_by(5) {
+            for g in (0..=255u8).step_by(5) {
+                for b in (0..=255u8).step_by(5) {
+                    out.push([u8_to_unit(r), u8_to_unit(g), u8_to_unit(b)]);
+                }
+            }
+        }
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(3);
+        out.extend((0..100_000).map(|_| [rng.random(), rng.random(), rng.random()]));
+        out
+    }
+
+    #[test]
+    fn branch_free_saturation_is_tf_kernel() {
+        for factor in [0.0, 0.3, 1.0, 1.7, 2.5, 100.0] {
+            for &[r, g, b] in &pixels() {
+                let fast = saturate_pixel(r, g, b, factor);
+                let port = tf_port::saturate_pixel(r, g, b, factor);
+                assert!(
+                    same(fast, port),
+                    "{r} {g} {b} x{factor}: {fast:?} vs {port:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn branch_free_hue_is_tf_kernel() {
+        for delta in [
+            -1.0f32,
+            -0.7,
+            -0.5,
+            -1e-7,
+            0.0,
+            1e-7,
+            0.2,
+            1.0 / 3.0,
+            0.5,
+            0.9,
+            1.0,
+        ] {
+            for &[r, g, b] in &pixels() {
+                let fast = hue_pixel(r, g, b, delta * 6.0);
+                let port = tf_port::hue_pixel(r, g, b, delta * 6.0);
+                assert!(
+                    same(fast, port),
+                    "{r} {g} {b} +{delta}: {fast:?} vs {port:?}"
+                );
+            }
+        }
+    }
 }
