@@ -13,6 +13,7 @@ use crate::sources::tfrecord::TfRecordSpec;
 use crate::stages::batch::BatchSpec;
 use crate::stages::cache::{CacheSpec, CacheStage};
 use crate::stages::concatenate::ConcatenateSpec;
+use crate::stages::image_ops::ImageOpsSpec;
 use crate::stages::interleave::{InterleaveSpec, InterleaveStage};
 use crate::stages::map::{MapSpec, MapStage};
 use crate::stages::padded_batch::PaddedBatchSpec;
@@ -123,6 +124,11 @@ impl Dataset {
                 vec![self.clone()],
             ),
         }
+    }
+
+    /// Decodes and augments images with the built-in ops (see [`ImageOpsSpec`]).
+    pub fn image_ops(&self, spec: ImageOpsSpec) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
     }
 
     /// Parses `tf.train.Example` records (see [`ParseExampleSpec`]).

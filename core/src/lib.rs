@@ -72,6 +72,7 @@ pub mod prelude {
     pub use crate::sources::tfrecord::TfRecordSpec;
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::cache::CacheSpec;
+    pub use crate::stages::image_ops::{ImageOp, ImageOpsSpec, PadSpec, Resample};
     pub use crate::stages::interleave::InterleaveSpec;
     pub use crate::stages::map::MapSpec;
     pub use crate::stages::padded_batch::{PadValue, PaddedBatchSpec};

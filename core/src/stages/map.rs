@@ -130,10 +130,11 @@ impl Stage for MapStage {
     }
 }
 
-struct SequentialMap {
-    upstream: BoxStream,
-    f: WorkFn,
-    ctx: BuildContext,
+/// Applies a function element by element on the consumer's thread, with the error policy.
+pub(crate) struct SequentialMap {
+    pub(crate) upstream: BoxStream,
+    pub(crate) f: WorkFn,
+    pub(crate) ctx: BuildContext,
 }
 
 impl ElementStream for SequentialMap {

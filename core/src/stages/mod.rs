@@ -4,6 +4,7 @@
 pub mod batch;
 pub mod cache;
 pub mod concatenate;
+pub mod image_ops;
 pub mod interleave;
 pub mod map;
 pub mod padded_batch;

@@ -1,0 +1,438 @@
+//! `image_ops`: decode and augment an image value with the built-in image ops.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::{Element, ElementId, Value};
+use crate::error::{Error, Result};
+use crate::executor::parallel::{ParallelStream, WorkFn};
+use crate::image::{color, decode, geometry};
+use crate::rng::{ElementRng, StreamKey};
+use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::stages::map::SequentialMap;
+use crate::stream::BoxStream;
+use crate::tensor::{DType, Tensor};
+
+/// Resampling for [`ImageOp::Resize`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Resample {
+    /// Nearest neighbour (keeps the dtype).
+    Nearest,
+    /// Bilinear (returns f32), the default.
+    #[default]
+    Bilinear,
+    /// Area averaging (returns f32).
+    Area,
+}
+
+impl From<Resample> for geometry::ResizeMethod {
+    fn from(r: Resample) -> Self {
+        match r {
+            Resample::Nearest => geometry::ResizeMethod::Nearest,
+            Resample::Bilinear => geometry::ResizeMethod::Bilinear,
+            Resample::Area => geometry::ResizeMethod::Area,
+        }
+    }
+}
+
+/// Padding for [`ImageOp::Pad`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PadSpec {
+    /// Mirror without repeating the edge.
+    Reflect,
+    /// A constant value.
+    Constant(f32),
+}
+
+fn half() -> f32 {
+    0.5
+}
+
+/// One image op. Random ops draw from the element's RNG, in list order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ImageOp {
+    /// Decode JPEG or PNG bytes (a scalar byte string) into u8 `[H, W, C]`.
+    Decode {
+        /// Channels to produce (1, 3 or 4); as stored when absent.
+        #[serde(default)]
+        channels: Option<usize>,
+    },
+    /// Resize to `height × width`.
+    Resize {
+        /// Output height.
+        height: usize,
+        /// Output width.
+        width: usize,
+        /// Resampling.
+        #[serde(default)]
+        method: Resample,
+    },
+    /// The central `height × width` window.
+    CenterCrop {
+        /// Height.
+        height: usize,
+        /// Width.
+        width: usize,
+    },
+    /// A uniformly placed `height × width` window. Right after `decode` of a JPEG, only the
+    /// rows the window needs are decoded (same pixels).
+    RandomCrop {
+        /// Height.
+        height: usize,
+        /// Width.
+        width: usize,
+    },
+    /// The ImageNet `RandomResizedCrop`, then a bilinear resize to `height × width`.
+    RandomResizedCrop {
+        /// Output height.
+        height: usize,
+        /// Output width.
+        width: usize,
+        /// Area fraction range (default 0.08..1).
+        #[serde(default = "default_scale")]
+        scale: (f32, f32),
+        /// Aspect ratio range (default 3/4..4/3).
+        #[serde(default = "default_ratio")]
+        ratio: (f32, f32),
+    },
+    /// Mirror left-right with probability `p` (default 0.5).
+    RandomFlipLeftRight {
+        /// Probability.
+        #[serde(default = "half")]
+        p: f32,
+    },
+    /// Mirror up-down with probability `p` (default 0.5).
+    RandomFlipUpDown {
+        /// Probability.
+        #[serde(default = "half")]
+        p: f32,
+    },
+    /// Rotate by a uniform angle in `[-max_degrees, max_degrees]`.
+    RandomRotate {
+        /// Largest angle.
+        max_degrees: f32,
+        /// Fill for uncovered pixels.
+        #[serde(default)]
+        fill: f32,
+    },
+    /// Pad every side by `n`.
+    Pad {
+        /// Pixels per side.
+        n: usize,
+        /// Padding mode.
+        mode: PadSpec,
+    },
+    /// Blank a `size × size` square at a random centre.
+    Cutout {
+        /// Side.
+        size: usize,
+        /// Fill value.
+        #[serde(default)]
+        fill: f32,
+    },
+    /// `tf.image.random_brightness`.
+    RandomBrightness {
+        /// Largest delta.
+        max_delta: f32,
+    },
+    /// `tf.image.random_contrast`.
+    RandomContrast {
+        /// Lowest factor.
+        lower: f32,
+        /// Highest factor.
+        upper: f32,
+    },
+    /// `tf.image.random_saturation`.
+    RandomSaturation {
+        /// Lowest factor.
+        lower: f32,
+        /// Highest factor.
+        upper: f32,
+    },
+    /// `tf.image.random_hue`.
+    RandomHue {
+        /// Largest delta (≤ 0.5).
+        max_delta: f32,
+    },
+    /// Cast to `u8` or `f32` (values kept).
+    Cast {
+        /// Target dtype.
+        dtype: DType,
+    },
+    /// Scale to `[0, 1]` f32 (`tf.image.convert_image_dtype`).
+    ToUnitF32,
+    /// `(x * scale - mean[c]) / std[c]` in f32.
+    Normalize {
+        /// Per-channel mean.
+        mean: Vec<f32>,
+        /// Per-channel standard deviation.
+        std: Vec<f32>,
+        /// Multiplier applied first (default 1).
+        #[serde(default = "one")]
+        scale: f32,
+    },
+    /// `[H, W, C]` → `[C, H, W]` (last op only).
+    ToChw,
+}
+
+fn one() -> f32 {
+    1.0
+}
+
+fn default_scale() -> (f32, f32) {
+    (0.08, 1.0)
+}
+
+fn default_ratio() -> (f32, f32) {
+    (3.0 / 4.0, 4.0 / 3.0)
+}
+
+impl ImageOp {
+    /// Applies the op to one image.
+    pub fn apply(&self, img: &Tensor, rng: &mut ElementRng) -> Result<Tensor> {
+        use ImageOp::*;
+        match self {
+            Decode { channels } => {
+                let data = scalar_bytes(img)?;
+                decode::decode_image(data, *channels)
+            }
+            Resize {
+                height,
+                width,
+                method,
+            } => geometry::resize(img, *height, *width, (*method).into()),
+            CenterCrop { height, width } => geometry::center_crop(img, *height, *width),
+            RandomCrop { height, width } => geometry::random_crop(img, *height, *width, rng),
+            RandomResizedCrop {
+                height,
+                width,
+                scale,
+                ratio,
+            } => geometry::random_resized_crop(img, *height, *width, *scale, *ratio, rng),
+            RandomFlipLeftRight { p } => geometry::random_flip_left_right(img, *p, rng),
+            RandomFlipUpDown { p } => geometry::random_flip_up_down(img, *p, rng),
+            RandomRotate { max_degrees, fill } => {
+                geometry::random_rotate(img, *max_degrees, *fill, rng)
+            }
+            Pad { n, mode } => geometry::pad(
+                img,
+                *n,
+                match mode {
+                    PadSpec::Reflect => geometry::PadMode::Reflect,
+                    PadSpec::Constant(v) => geometry::PadMode::Constant(*v),
+                },
+            ),
+            Cutout { size, fill } => geometry::cutout(img, *size, *fill, rng),
+            RandomBrightness { max_delta } => color::random_brightness(img, *max_delta, rng),
+            RandomContrast { lower, upper } => color::random_contrast(img, *lower, *upper, rng),
+            RandomSaturation { lower, upper } => color::random_saturation(img, *lower, *upper, rng),
+            RandomHue { max_delta } => color::random_hue(img, *max_delta, rng),
+            Cast { dtype } => color::cast(img, *dtype),
+            ToUnitF32 => color::to_unit_f32(img),
+            Normalize { mean, std, scale } => color::normalize(img, mean, std, *scale),
+            ToChw => geometry::to_chw(img),
+        }
+    }
+}
+
+fn scalar_bytes(t: &Tensor) -> Result<&[u8]> {
+    match t.as_bytes_list() {
+        Some([b]) if t.rank() == 0 => Ok(b),
+        _ => Err(Error::Image(format!(
+            "decode needs a scalar byte string, got a {} tensor of shape {:?}",
+            t.dtype(),
+            t.shape()
+        ))),
+    }
+}
+
+/// Applies `ops` in order to the image value `input` (default `image`) of each element,
+/// writing the result to `output` (default: `input`). An element holding a batch of images
+/// (`[B, H, W, C]`, after `batch`) has its rows processed in parallel (rayon), each row with
+/// its own RNG derived from the batch's id and the row. Random draws come from the element's
+/// RNG, so the output is fixed by the seed at any parallelism. A bad image fails that
+/// element with [`Error::Image`] and its provenance; the error policy decides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageOpsSpec {
+    /// The ops, in order.
+    pub ops: Vec<ImageOp>,
+    /// The value holding the image (default `image`).
+    #[serde(default = "image_name")]
+    pub input: String,
+    /// Where to put the result (default: replace `input`).
+    #[serde(default)]
+    pub output: Option<String>,
+    /// Worker threads (default sequential).
+    #[serde(default)]
+    pub num_parallel: NumParallel,
+    /// Keep the input order with threads (default true).
+    #[serde(default = "yes")]
+    pub deterministic: bool,
+}
+
+fn image_name() -> String {
+    "image".to_string()
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl ImageOpsSpec {
+    /// These ops on the `image` value, sequentially.
+    pub fn new(ops: Vec<ImageOp>) -> Self {
+        ImageOpsSpec {
+            ops,
+            input: image_name(),
+            output: None,
+            num_parallel: NumParallel::Sequential,
+            deterministic: true,
+        }
+    }
+
+    /// This spec with `num_parallel` worker threads.
+    pub fn num_parallel(mut self, n: impl Into<NumParallel>) -> Self {
+        self.num_parallel = n.into();
+        self
+    }
+
+    /// Runs the ops on one image.
+    pub fn run(&self, img: &Tensor, rng: &mut ElementRng) -> Result<Tensor> {
+        let mut ops = self.ops.as_slice();
+        // Decode then random crop: decode only what the window needs (same pixels).
+        let mut current = match ops {
+            [
+                ImageOp::Decode { channels },
+                ImageOp::RandomCrop { height, width },
+                ..,
+            ] => {
+                ops = &ops[2..];
+                decode_random_crop(scalar_bytes(img)?, *channels, *height, *width, rng)?
+            }
+            [first, ..] => {
+                ops = &ops[1..];
+                first.apply(img, rng)?
+            }
+            [] => return Ok(img.clone()),
+        };
+        for op in ops {
+            current = op.apply(&current, rng)?;
+        }
+        Ok(current)
+    }
+
+    fn process(&self, mut element: Element, key: StreamKey) -> Result<Element> {
+        let img = element
+            .tensor(&self.input)
+            .ok_or_else(|| {
+                Error::data(format!("image_ops: no dense value named {:?}", self.input))
+            })?
+            .clone();
+        let batched = img.rank() == 4 || (img.rank() == 1 && img.dtype() == DType::Bytes);
+        let out = if batched {
+            let id = element.id();
+            let mut rngs: Vec<ElementRng> = (0..img.shape()[0] as u64)
+                .map(|i| key.element_rng(batch_row_id(id, i)))
+                .collect();
+            if img.rank() == 1 {
+                // A batch of encoded images: decode and augment each, then stack.
+                let rows: Vec<Tensor> = (0..img.shape()[0])
+                    .map(|i| img.row(i))
+                    .collect::<Result<_>>()?;
+                use rayon::prelude::*;
+                let done = rows
+                    .par_iter()
+                    .zip(rngs.par_iter_mut())
+                    .map(|(row, rng)| self.run(row, rng))
+                    .collect::<Result<Vec<_>>>()?;
+                let refs: Vec<&Tensor> = done.iter().collect();
+                Tensor::stack(&refs)?
+            } else {
+                geometry::map_batch_with_rngs(&img, &mut rngs, |row, rng| self.run(row, rng))?
+            }
+        } else {
+            self.run(&img, &mut key.element_rng(element.id()))?
+        };
+        let name = self.output.as_deref().unwrap_or(&self.input).to_string();
+        element.insert(&name, Value::Dense(out));
+        Ok(element)
+    }
+}
+
+/// The RNG id of row `i` of a batch.
+fn batch_row_id(batch: ElementId, i: u64) -> ElementId {
+    batch.child(i)
+}
+
+/// Decodes a JPEG window drawn as [`geometry::random_crop`] draws it, decoding only the rows
+/// it needs; other formats decode whole and crop.
+fn decode_random_crop(
+    data: &[u8],
+    channels: Option<usize>,
+    height: usize,
+    width: usize,
+    rng: &mut ElementRng,
+) -> Result<Tensor> {
+    let (w, h) = image::ImageReader::new(std::io::Cursor::new(data))
+        .with_guessed_format()
+        .map_err(|e| Error::Image(format!("cannot read the image header: {e}")))?
+        .into_dimensions()
+        .map_err(|e| Error::Image(format!("cannot read the image header: {e}")))?;
+    let (h, w) = (h as usize, w as usize);
+    if height > h || width > w {
+        return Err(Error::Image(format!(
+            "random_crop of {height}x{width} is larger than the {h}x{w} image"
+        )));
+    }
+    use rand::Rng;
+    let y = rng.random_range(0..=h - height);
+    let x = rng.random_range(0..=w - width);
+    decode::decode_and_crop(data, (y, x, height, width), channels)
+}
+
+impl Stage for ImageOpsSpec {
+    fn name(&self) -> &'static str {
+        "image_ops"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        if let Some(pos) = self.ops.iter().position(|o| matches!(o, ImageOp::ToChw))
+            && pos + 1 != self.ops.len()
+        {
+            return Err(Error::invalid("image_ops: to_chw must be the last op"));
+        }
+        let upstream = crate::stages::single_input(inputs, "image_ops")?.open()?;
+        let key = ctx.stream_key();
+        let spec = Arc::new(self.clone());
+        let work: WorkFn = Arc::new(move |e: Element| spec.process(e, key).map(Some));
+        let workers = self.num_parallel.workers(ctx.options().cpu_budget);
+        if workers == 0 {
+            return Ok(Box::new(SequentialMap {
+                upstream,
+                f: work,
+                ctx: ctx.clone(),
+            }));
+        }
+        Ok(Box::new(ParallelStream::start(
+            upstream,
+            work,
+            workers,
+            self.deterministic,
+            ctx,
+        )))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn runs_inline(&self) -> bool {
+        self.num_parallel == NumParallel::Sequential
+    }
+}
