@@ -9,6 +9,10 @@
 //!
 //! - `read`: interleave 4 -> repeat 10 -> batch 256 (records/s, MB/s)
 //! - `parse`: interleave 4 -> repeat 5 -> batch 256 -> parse_example(image, label)
+//! - `augment`: interleave 4 -> parse -> image_ops(decode, random crop 224, flip, brightness,
+//!   contrast, normalize; parallel) -> batch 64 -> prefetch (images/s)
+//! - `decode_only`: the JPEGs in memory decoded by a plain parallel loop (the ceiling for
+//!   `augment`)
 //! - `cache2`: interleave 4 -> map(parse, decode JPEG, resize 64x64 f32) -> cache -> batch 64
 //!   (parallel) -> prefetch; two epochs; the second (served from the memory cache) is reported.
 
@@ -49,6 +53,63 @@ fn small_one(e: Element) -> Result<Element> {
     Ok(out)
 }
 
+/// tfdata_baseline.py's `augment_one` after parsing: decode JPEG, random crop 224, random
+/// flip, to [0, 1], random brightness 0.1, random contrast 0.75-1.5, (x - 0.5) / 0.25.
+fn augment_ops() -> ImageOpsSpec {
+    ImageOpsSpec::new(vec![
+        ImageOp::Decode { channels: Some(3) },
+        ImageOp::RandomCrop {
+            height: 224,
+            width: 224,
+        },
+        ImageOp::RandomFlipLeftRight { p: 0.5 },
+        ImageOp::ToUnitF32,
+        ImageOp::RandomBrightness { max_delta: 0.1 },
+        ImageOp::RandomContrast {
+            lower: 0.75,
+            upper: 1.5,
+        },
+        ImageOp::Normalize {
+            mean: vec![0.5; 3],
+            std: vec![0.25; 3],
+            scale: 1.0,
+        },
+    ])
+}
+
+/// The reference for the augment pipeline: a plain loop decoding every JPEG in memory,
+/// on as many threads as the machine has (rayon), nothing else.
+fn decode_only(dir: &str) {
+    use rayon::prelude::*;
+    let records: Vec<Element> = Dataset::tfrecord([format!("{dir}/train.tfrecord-*")])
+        .expect("bench data")
+        .parse_example(spec())
+        .collect()
+        .expect("records");
+    let jpegs: Vec<bytes::Bytes> = records
+        .iter()
+        .map(|e| e.tensor("image").unwrap().as_bytes_list().unwrap()[0].clone())
+        .collect();
+    let t = Instant::now();
+    let pixels: usize = jpegs
+        .par_iter()
+        .map(|j| {
+            sluice_core::image::decode_image(j, Some(3))
+                .expect("decodes")
+                .len()
+        })
+        .sum();
+    let secs = t.elapsed().as_secs_f64();
+    assert!(pixels > 0);
+    println!(
+        "{{\"system\": \"sluice {}\", \"pipeline\": \"decode_only\", \"records\": {}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"threads\": {}}}",
+        env!("CARGO_PKG_VERSION"),
+        jpegs.len(),
+        jpegs.len() as f64 / secs,
+        rayon::current_num_threads()
+    );
+}
+
 /// Counts (records, bytes) in one output batch.
 type Counter = fn(&Element) -> (usize, usize);
 
@@ -78,6 +139,16 @@ fn run(dir: &str, name: &str) {
             2,
             |b| (b.tensor("label").unwrap().len(), 0),
         ),
+        "augment" => (
+            interleaved(dir)
+                .parse_example(spec())
+                .image_ops(augment_ops().num_parallel(NumParallel::Auto))
+                .batch(64)
+                .prefetch(BufferSize::Auto),
+            1,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        "decode_only" => return decode_only(dir),
         other => panic!("unknown pipeline {other}"),
     };
     let mut last = (0usize, 0usize, 0f64);
