@@ -12,8 +12,20 @@
 //! Random ops draw from the RNG they are given, and always draw the same amount whatever
 //! they decide, so a keyed [`crate::rng::ElementRng`] makes them reproducible.
 //!
-//! Hot loops work on whole rows (slices), so crops and flips of `u8` images run at memory
-//! speed, and a crop of whole rows shares the input's buffer instead of copying it.
+//! Hot loops work on whole rows (slices), and on `[T; C]` pixel arrays for 1, 3 and 4
+//! channels, so crops and flips of `u8` images run at memory speed, and a crop of whole
+//! rows shares the input's buffer instead of copying it.
+//!
+//! # Differences from TensorFlow
+//!
+//! - The resize formulas are TF's (`HalfPixelScaler`, `ResizeAreaOp`), computed in `f32` in
+//!   TF's order of operations; results agree with TF to float rounding.
+//! - [`rotate`] samples bilinearly and blends with `fill` where samples leave the image
+//!   (torchvision-style, not `tfa.image.rotate`'s nearest default).
+//! - `resize` is Sluice's own code, not fast_image_resize: on a 256×256×3 image to 224×224,
+//!   fast_image_resize's non-antialiased bilinear (`ResizeAlg::Interpolation`) was ~1.6×
+//!   faster for `u8` but returns `u8` (rounded), not TF's `f32` values, and ~2.5× slower
+//!   than this code for `f32` (see `benches/geometry.rs`).
 
 use bytes::Bytes;
 use rand::{Rng, RngCore};
@@ -68,8 +80,9 @@ impl Px for u8 {
     }
     #[inline(always)]
     fn from_f32(v: f32) -> Self {
-        // `as` saturates (and maps NaN to 0).
-        v.round() as u8
+        // Round half up (the same as `round` for the values that do not saturate to 0),
+        // without a libm call; `as` saturates (and maps NaN to 0).
+        (v + 0.5) as u8
     }
     fn alloc(n: usize) -> Vec<Self> {
         Vec::with_capacity(n)
@@ -123,9 +136,22 @@ macro_rules! per_dtype {
     };
 }
 
-/// Calls `$f::<T, C>` with `C` a constant for the common channel counts (1, 3, 4), so the
-/// per-pixel loops unroll, and with `C = 0` (meaning "use the runtime count") otherwise.
+/// Calls `$fast::<T, C>` with `C` a constant for the common channel counts (1, 3, 4), so
+/// per-pixel work is on `[T; C]` arrays and unrolls, and `$slow` (runtime channel count)
+/// otherwise.
 macro_rules! per_channels {
+    ($c:expr, $fast:ident :: <$t:ty> ($($arg:expr),*), $slow:expr) => {
+        match $c {
+            1 => $fast::<$t, 1>($($arg),*),
+            3 => $fast::<$t, 3>($($arg),*),
+            4 => $fast::<$t, 4>($($arg),*),
+            _ => $slow,
+        }
+    };
+}
+
+/// Like [`per_channels`] for functions taking `C = 0` as "use the runtime count".
+macro_rules! per_channels_or_0 {
     ($c:expr, $f:ident :: <$t:ty> ($($arg:expr),*)) => {
         match $c {
             1 => $f::<$t, 1>($($arg),*),
@@ -204,33 +230,44 @@ fn nearest_index(out: usize, scale: f32, inp: usize) -> usize {
 
 fn resize_nearest<T: Px>(s: &[T], h: usize, w: usize, c: usize, oh: usize, ow: usize) -> Vec<T> {
     let (sy, sx) = (scale(h, oh), scale(w, ow));
-    let xs: Vec<usize> = (0..ow).map(|x| nearest_index(x, sx, w) * c).collect();
-    let orow = ow * c;
-    let mut out = T::alloc(oh * orow);
+    let xs: Vec<usize> = (0..ow).map(|x| nearest_index(x, sx, w)).collect();
+    let (irow, orow) = (w * c, ow * c);
+    let mut out = vec![T::default(); oh * orow];
     let mut prev = usize::MAX;
     for y in 0..oh {
         let iy = nearest_index(y, sy, h);
+        let start = y * orow;
         if iy == prev {
             // Same source row as the previous output row (upscaling): copy that row.
-            let start = out.len() - orow;
-            out.extend_from_within(start..);
+            out.copy_within(start - orow..start, start);
             continue;
         }
         prev = iy;
-        let row = &s[iy * w * c..(iy + 1) * w * c];
-        if c == 1 {
-            out.extend(xs.iter().map(|&x| row[x]));
-        } else {
-            for &x in &xs {
-                out.extend_from_slice(&row[x..x + c]);
+        let row = &s[iy * irow..(iy + 1) * irow];
+        let dst = &mut out[start..start + orow];
+        per_channels!(
+            c,
+            gather::<T>(row, &xs, dst),
+            for (d, &x) in dst.chunks_exact_mut(c).zip(&xs) {
+                d.copy_from_slice(&row[x * c..(x + 1) * c]);
             }
-        }
+        );
     }
     out
 }
 
-/// One output column of a bilinear resize: the two input columns (times channels) and the
-/// weight of the second.
+/// `dst[i] = row[xs[i]]`, pixel by pixel.
+#[inline(always)]
+fn gather<T: Px, const C: usize>(row: &[T], xs: &[usize], dst: &mut [T]) {
+    let (src, _) = row.as_chunks::<C>();
+    let (dst, _) = dst.as_chunks_mut::<C>();
+    for (d, &x) in dst.iter_mut().zip(xs) {
+        *d = src[x];
+    }
+}
+
+/// One output column (or row) of a bilinear resize: the two input columns and the weight of
+/// the second.
 #[derive(Clone, Copy)]
 struct Tap {
     lo: usize,
@@ -239,7 +276,7 @@ struct Tap {
 }
 
 /// TF's HalfPixelScaler + ComputeInterpolationWeights.
-fn bilinear_taps(out: usize, inp: usize, c: usize) -> Vec<Tap> {
+fn bilinear_taps(out: usize, inp: usize) -> Vec<Tap> {
     let sc = scale(inp, out);
     (0..out)
         .map(|x| {
@@ -248,8 +285,8 @@ fn bilinear_taps(out: usize, inp: usize, c: usize) -> Vec<Tap> {
             let lo = (f.max(0.0) as usize).min(inp - 1);
             let hi = (v.ceil().max(0.0) as usize).min(inp - 1);
             Tap {
-                lo: lo * c,
-                hi: hi * c,
+                lo,
+                hi,
                 frac: v - f,
             }
         })
@@ -258,11 +295,22 @@ fn bilinear_taps(out: usize, inp: usize, c: usize) -> Vec<Tap> {
 
 /// Horizontal pass of a bilinear resize over one input row.
 #[inline(always)]
-fn bilinear_row<T: Px, const C: usize>(row: &[T], taps: &[Tap], c: usize, out: &mut [f32]) {
-    let c = chans::<C>(c);
+fn bilinear_row<T: Px, const C: usize>(row: &[T], taps: &[Tap], out: &mut [f32]) {
+    let (src, _) = row.as_chunks::<C>();
+    let (dst, _) = out.as_chunks_mut::<C>();
+    for (o, t) in dst.iter_mut().zip(taps) {
+        let (a, b) = (&src[t.lo], &src[t.hi]);
+        for k in 0..C {
+            let a = a[k].to_f32();
+            o[k] = a + (b[k].to_f32() - a) * t.frac;
+        }
+    }
+}
+
+fn bilinear_row_dyn<T: Px>(row: &[T], taps: &[Tap], c: usize, out: &mut [f32]) {
     for (o, t) in out.chunks_exact_mut(c).zip(taps) {
-        let a = &row[t.lo..t.lo + c];
-        let b = &row[t.hi..t.hi + c];
+        let a = &row[t.lo * c..(t.lo + 1) * c];
+        let b = &row[t.hi * c..(t.hi + 1) * c];
         for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
             let a = a.to_f32();
             *o = a + (b.to_f32() - a) * t.frac;
@@ -271,8 +319,8 @@ fn bilinear_row<T: Px, const C: usize>(row: &[T], taps: &[Tap], c: usize, out: &
 }
 
 fn resize_bilinear<T: Px>(s: &[T], h: usize, w: usize, c: usize, oh: usize, ow: usize) -> Vec<f32> {
-    let xt = bilinear_taps(ow, w, c);
-    let yt = bilinear_taps(oh, h, 1);
+    let xt = bilinear_taps(ow, w);
+    let yt = bilinear_taps(oh, h);
     let (irow, orow) = (w * c, ow * c);
     let mut out = f32::alloc(oh * orow);
     // The horizontally interpolated input rows `rows.0` and `rows.1` (as `keys`).
@@ -281,7 +329,11 @@ fn resize_bilinear<T: Px>(s: &[T], h: usize, w: usize, c: usize, oh: usize, ow: 
     let mut keys = (usize::MAX, usize::MAX);
     let hpass = |r: usize, dst: &mut [f32]| {
         let row = &s[r * irow..(r + 1) * irow];
-        per_channels!(c, bilinear_row::<T>(row, &xt, c, dst))
+        per_channels!(
+            c,
+            bilinear_row::<T>(row, &xt, dst),
+            bilinear_row_dyn(row, &xt, c, dst)
+        )
     };
     for t in &yt {
         let (lo, hi) = (t.lo, t.hi);
@@ -339,24 +391,29 @@ fn resize_area<T: Px>(s: &[T], h: usize, w: usize, c: usize, oh: usize, ow: usiz
     let ys = area_spans(oh, h);
     let xs = area_spans(ow, w);
     let norm = 1.0 / (scale(h, oh) * scale(w, ow));
-    let irow = w * c;
-    let mut out = f32::alloc(oh * ow * c);
-    let mut acc = vec![0.0f32; c];
-    for yspan in &ys {
-        for xspan in &xs {
-            acc.fill(0.0);
-            for &(iy, wy) in yspan {
-                let row = &s[iy * irow..(iy + 1) * irow];
-                for (ch, a) in acc.iter_mut().enumerate() {
-                    let mut sum_y = 0.0f32;
-                    for &(ix, wx) in xspan {
-                        sum_y += row[ix * c + ch].to_f32() * wx;
-                    }
-                    *a += sum_y * wy;
+    let (irow, orow) = (w * c, ow * c);
+    // Separable, in TF's order of operations: first each input row's weighted sums over
+    // the columns of each output cell, then their weighted sum over the cell's rows.
+    let mut hsum = vec![0.0f32; h * orow];
+    for (row, dst) in s.chunks_exact(irow).zip(hsum.chunks_exact_mut(orow)) {
+        for (d, span) in dst.chunks_exact_mut(c).zip(&xs) {
+            for &(ix, wx) in span {
+                for (d, v) in d.iter_mut().zip(&row[ix * c..(ix + 1) * c]) {
+                    *d += v.to_f32() * wx;
                 }
             }
-            out.extend(acc.iter().map(|a| a * norm));
         }
+    }
+    let mut out = f32::alloc(oh * orow);
+    let mut acc = vec![0.0f32; orow];
+    for span in &ys {
+        acc.fill(0.0);
+        for &(iy, wy) in span {
+            for (a, v) in acc.iter_mut().zip(&hsum[iy * orow..(iy + 1) * orow]) {
+                *a += v * wy;
+            }
+        }
+        out.extend(acc.iter().map(|a| a * norm));
     }
     out
 }
@@ -485,8 +542,17 @@ pub fn random_resized_crop<R: RngCore + ?Sized>(
 // Flips.
 
 #[inline(always)]
-fn mirror_rows<T: Px, const C: usize>(s: &[T], w: usize, c: usize, out: &mut [T]) {
-    let c = chans::<C>(c);
+fn mirror_rows<T: Px, const C: usize>(s: &[T], w: usize, out: &mut [T]) {
+    for (src, dst) in s.chunks_exact(w * C).zip(out.chunks_exact_mut(w * C)) {
+        let (src, _) = src.as_chunks::<C>();
+        let (dst, _) = dst.as_chunks_mut::<C>();
+        for (d, p) in dst.iter_mut().zip(src.iter().rev()) {
+            *d = *p;
+        }
+    }
+}
+
+fn mirror_rows_dyn<T: Px>(s: &[T], w: usize, c: usize, out: &mut [T]) {
     for (src, dst) in s.chunks_exact(w * c).zip(out.chunks_exact_mut(w * c)) {
         for (d, p) in dst.chunks_exact_mut(c).zip(src.chunks_exact(c).rev()) {
             d.copy_from_slice(p);
@@ -500,7 +566,11 @@ pub fn flip_left_right(img: &Tensor) -> Result<Tensor> {
     per_dtype!(img, "flip_left_right", |s| {
         let mut out = vec![Default::default(); s.len()];
         if w * c > 0 {
-            per_channels!(c, mirror_rows::<_>(s, w, c, &mut out));
+            per_channels!(
+                c,
+                mirror_rows::<_>(s, w, &mut out),
+                mirror_rows_dyn(s, w, c, &mut out)
+            );
         }
         make(&[h, w, c], out)
     })
@@ -580,13 +650,21 @@ pub fn rotate(img: &Tensor, degrees: f32, fill: f32) -> Result<Tensor> {
         )));
     }
     let (cos, sin) = cos_sin(f64::from(degrees));
+    let (cos, sin) = (cos as f32, sin as f32);
     per_dtype!(img, "rotate", |s| make(
         &[h, w, c],
-        rotate_impl(s, h, w, c, cos as f32, sin as f32, fill)
+        per_channels_or_0!(c, rotate_impl::<_>(s, h, w, c, cos, sin, fill))
     ))
 }
 
-fn rotate_impl<T: Px>(
+/// `v.floor()` without a libm call (for |v| < 2^31).
+#[inline(always)]
+fn floor(v: f32) -> f32 {
+    let t = v as i32 as f32;
+    if t > v { t - 1.0 } else { t }
+}
+
+fn rotate_impl<T: Px, const C: usize>(
     s: &[T],
     h: usize,
     w: usize,
@@ -595,6 +673,7 @@ fn rotate_impl<T: Px>(
     sin: f32,
     fill: f32,
 ) -> Vec<T> {
+    let c = chans::<C>(c);
     let mut out = T::alloc(h * w * c);
     let (cx, cy) = ((w as f32 - 1.0) * 0.5, (h as f32 - 1.0) * 0.5);
     let (wi, hi) = (w as isize, h as isize);
@@ -606,7 +685,7 @@ fn rotate_impl<T: Px>(
             // Inverse map: the source of output pixel (x, y).
             let sx = cx + dx * cos - dy * sin;
             let sy = cy + dx * sin + dy * cos;
-            let (fx, fy) = (sx.floor(), sy.floor());
+            let (fx, fy) = (floor(sx), floor(sy));
             let (ax, ay) = (sx - fx, sy - fy);
             let (x0, y0) = (fx as isize, fy as isize);
             if x0 >= 0 && y0 >= 0 && x0 + 1 < wi && y0 + 1 < hi {
@@ -779,11 +858,33 @@ pub fn to_chw(img: &Tensor) -> Result<Tensor> {
     }
     per_dtype!(img, "to_chw", |s| {
         let mut out = Px::alloc(s.len());
-        for ch in 0..c {
-            out.extend(s.iter().skip(ch).step_by(c).copied());
-        }
+        per_channels!(
+            c,
+            planar::<_>(s, &mut out),
+            for ch in 0..c {
+                out.extend(s.iter().skip(ch).step_by(c).copied());
+            }
+        );
         make(&[c, h, w], out)
     })
+}
+
+#[inline(always)]
+fn planar<T: Px, const C: usize>(s: &[T], out: &mut Vec<T>) {
+    let (px, _) = s.as_chunks::<C>();
+    for k in 0..C {
+        out.extend(px.iter().map(|p| p[k]));
+    }
+}
+
+#[inline(always)]
+fn interleave<T: Px, const C: usize>(s: &[T], hw: usize, out: &mut [T]) {
+    let (dst, _) = out.as_chunks_mut::<C>();
+    for (k, plane) in s.chunks_exact(hw).enumerate() {
+        for (d, &v) in dst.iter_mut().zip(plane) {
+            d[k] = v;
+        }
+    }
 }
 
 /// `[C, H, W]` → `[H, W, C]`, the inverse of [`to_chw`].
@@ -794,13 +895,18 @@ pub fn from_chw(img: &Tensor) -> Result<Tensor> {
             .map_err(|e| Error::Image(e.to_string()));
     }
     per_dtype!(img, "from_chw", |s| {
-        let mut out = Px::alloc(s.len());
+        let mut out = vec![Default::default(); s.len()];
         let hw = h * w;
         if hw > 0 {
-            let planes: Vec<_> = s.chunks_exact(hw).collect();
-            for i in 0..hw {
-                out.extend(planes.iter().map(|p| p[i]));
-            }
+            per_channels!(
+                c,
+                interleave::<_>(s, hw, &mut out),
+                for (k, plane) in s.chunks_exact(hw).enumerate() {
+                    for (d, &v) in out.chunks_exact_mut(c).zip(plane) {
+                        d[k] = v;
+                    }
+                }
+            );
         }
         make(&[h, w, c], out)
     })
