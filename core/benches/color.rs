@@ -4,6 +4,8 @@
 //!
 //! - `f32/brightness_contrast_normalize`: the usual float augmentation chain
 //!   (`adjust_brightness`, `adjust_contrast`, `normalize` with ImageNet's mean and std).
+//! - `f32/brightness_contrast_fused_normalize`: the same with `adjust_brightness_contrast`
+//!   (one pass for the first two ops, bit-identical results).
 //! - `f32/*`, `u8/*`: each op alone, on an `f32` image in `[0, 1]` or a `u8` image.
 //!
 //! ```sh
@@ -15,7 +17,8 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng};
 use sluice_core::image::color::{
-    adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation, normalize, to_unit_f32,
+    adjust_brightness, adjust_brightness_contrast, adjust_contrast, adjust_hue, adjust_saturation,
+    normalize, to_unit_f32,
 };
 use sluice_core::{Tensor, TensorData};
 
@@ -34,6 +37,12 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let x = adjust_brightness(black_box(&f32_img), 0.1).unwrap();
             let x = adjust_contrast(&x, 1.2).unwrap();
+            normalize(&x, &MEAN, &STD, 1.0).unwrap()
+        })
+    });
+    g.bench_function("f32/brightness_contrast_fused_normalize", |b| {
+        b.iter(|| {
+            let x = adjust_brightness_contrast(black_box(&f32_img), 0.1, 1.2).unwrap();
             normalize(&x, &MEAN, &STD, 1.0).unwrap()
         })
     });

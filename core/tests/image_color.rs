@@ -58,9 +58,9 @@
 use proptest::prelude::*;
 use rand::Rng;
 use sluice_core::image::color::{
-    adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation, cast, denormalize,
-    from_unit_f32, normalize, random_brightness, random_contrast, random_hue, random_saturation,
-    to_unit_f32,
+    adjust_brightness, adjust_brightness_contrast, adjust_contrast, adjust_hue, adjust_saturation,
+    cast, denormalize, from_unit_f32, normalize, random_brightness, random_contrast, random_hue,
+    random_saturation, to_unit_f32,
 };
 use sluice_core::rng::rng_from_seed;
 use sluice_core::{DType, Tensor, TensorData};
@@ -1303,6 +1303,18 @@ proptest! {
         assert_close(&adjust_contrast(t, 1.0).unwrap(), t, 1e-6)?;
         assert_close(&adjust_saturation(t, 1.0).unwrap(), t, 1e-6)?;
         assert_close(&adjust_hue(t, 0.0).unwrap(), t, 1e-6)?;
+    }
+
+    #[test]
+    fn fused_brightness_contrast_is_the_two_ops(
+        img in any_channels(),
+        delta in -0.5f32..0.5,
+        factor in 0.0f32..3.0,
+    ) {
+        let t = &img.tensor;
+        let fused = adjust_brightness_contrast(t, delta, factor).unwrap();
+        let chained = adjust_contrast(&adjust_brightness(t, delta).unwrap(), factor).unwrap();
+        prop_assert_eq!(fused, chained);
     }
 
     #[test]

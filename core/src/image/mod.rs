@@ -15,9 +15,9 @@ pub use decode::{DecodeLimits, decode_and_crop, decode_image, decode_jpeg_scaled
 pub mod color;
 
 pub use color::{
-    adjust_brightness, adjust_contrast, adjust_hue, adjust_saturation, cast, denormalize,
-    from_unit_f32, normalize, random_brightness, random_contrast, random_hue, random_saturation,
-    to_unit_f32,
+    adjust_brightness, adjust_brightness_contrast, adjust_contrast, adjust_hue, adjust_saturation,
+    cast, denormalize, from_unit_f32, normalize, random_brightness, random_contrast, random_hue,
+    random_saturation, to_unit_f32,
 };
 
 use crate::error::{Error, Result};
