@@ -579,3 +579,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn absurd_output_sizes_are_errors_not_panics() {
+    let img = iota_u8(2, 2, 3);
+    assert!(is_image_error(resize(
+        &img,
+        usize::MAX / 2,
+        3,
+        ResizeMethod::Nearest
+    )));
+    assert!(is_image_error(resize(
+        &img,
+        1 << 40,
+        1 << 40,
+        ResizeMethod::Bilinear
+    )));
+    assert!(is_image_error(pad(
+        &img,
+        usize::MAX / 2 + 1,
+        PadMode::Constant(0.0)
+    )));
+    assert!(is_image_error(pad(&img, 1 << 40, PadMode::Constant(0.0))));
+}

@@ -188,6 +188,15 @@ fn nonempty(op: &str, h: usize, w: usize) -> Result<()> {
     Ok(())
 }
 
+/// Errors unless an output of `shape` fits in memory (its byte size fits an `isize`).
+fn values_in(op: &str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize / 4)
+        .ok_or_else(|| Error::Image(format!("{op}: output shape {shape:?} is too large")))
+}
+
 fn probability(op: &str, p: f32) -> Result<()> {
     if !(0.0..=1.0).contains(&p) {
         return Err(Error::Image(format!(
@@ -214,6 +223,7 @@ pub fn resize(img: &Tensor, height: usize, width: usize, method: ResizeMethod) -
         )));
     }
     let shape = [height, width, c];
+    values_in("resize", &shape)?;
     if c == 0 {
         let data = img.data().slice(0..0);
         let data = match (method, data) {
@@ -771,13 +781,11 @@ pub fn pad(img: &Tensor, n: usize, mode: PadMode) -> Result<Tensor> {
             "pad: reflect padding of {n} needs an image larger than {n}x{n}, got {h}x{w}"
         )));
     }
-    let (oh, ow) = (
-        h.checked_add(2 * n).filter(|_| n < usize::MAX / 4),
-        w.checked_add(2 * n),
-    );
-    let (Some(oh), Some(ow)) = (oh, ow) else {
+    let grow = |d: usize| n.checked_mul(2).and_then(|p| d.checked_add(p));
+    let (Some(oh), Some(ow)) = (grow(h), grow(w)) else {
         return Err(Error::Image(format!("pad: padding {n} is too large")));
     };
+    values_in("pad", &[oh, ow, c])?;
     per_dtype!(img, "pad", |s| make(
         &[oh, ow, c],
         pad_impl(s, h, w, c, n, mode)
