@@ -697,32 +697,45 @@ fn rotate_impl<T: Px, const C: usize>(
     fill: f32,
 ) -> Vec<T> {
     let c = chans::<C>(c);
-    let mut out = T::alloc(h * w * c);
+    let mut out = vec![T::default(); h * w * c];
+    if c == 0 {
+        return out;
+    }
     let (cx, cy) = ((w as f32 - 1.0) * 0.5, (h as f32 - 1.0) * 0.5);
+    // Samples in [0, w - 1) x [0, h - 1) have all four taps inside.
+    let (wl, hl) = (w as f32 - 1.0, h as f32 - 1.0);
     let (wi, hi) = (w as isize, h as isize);
+    let irow = w * c;
+    // Sample from f32 values (one vectorized conversion, not four per output value).
+    let mut buf = Vec::new();
+    let s = T::f32s(s, &mut buf);
     let mut acc = vec![0.0f32; c];
-    for y in 0..h {
+    for (y, orow) in out.chunks_exact_mut(irow).enumerate() {
         let dy = y as f32 - cy;
-        for x in 0..w {
-            let dx = x as f32 - cx;
-            // Inverse map: the source of output pixel (x, y).
-            let sx = cx + dx * cos - dy * sin;
-            let sy = cy + dx * sin + dy * cos;
-            let (fx, fy) = (floor(sx), floor(sy));
-            let (ax, ay) = (sx - fx, sy - fy);
-            let (x0, y0) = (fx as isize, fy as isize);
-            if x0 >= 0 && y0 >= 0 && x0 + 1 < wi && y0 + 1 < hi {
-                let (x0, y0) = (x0 as usize, y0 as usize);
-                let r0 = &s[(y0 * w + x0) * c..(y0 * w + x0 + 2) * c];
-                let r1 = &s[((y0 + 1) * w + x0) * c..((y0 + 1) * w + x0 + 2) * c];
-                let (a00, a01) = r0.split_at(c);
-                let (a10, a11) = r1.split_at(c);
+        // Inverse map: output pixel (x, y) samples the input at (bx + x cos, by + x sin).
+        let bx = cx - cx * cos - dy * sin;
+        let by = cy - cx * sin + dy * cos;
+        for (x, o) in orow.chunks_exact_mut(c).enumerate() {
+            let xf = x as f32;
+            let (sx, sy) = (bx + xf * cos, by + xf * sin);
+            if sx >= 0.0 && sy >= 0.0 && sx < wl && sy < hl {
+                let (x0, y0) = (sx as usize, sy as usize);
+                let (ax, ay) = (sx - x0 as f32, sy - y0 as f32);
+                let p = y0 * irow + x0 * c;
+                let (a00, a01) = s[p..p + 2 * c].split_at(c);
+                let (a10, a11) = s[p + irow..p + irow + 2 * c].split_at(c);
                 for ch in 0..c {
                     let top = a00[ch].to_f32() + (a01[ch].to_f32() - a00[ch].to_f32()) * ax;
                     let bot = a10[ch].to_f32() + (a11[ch].to_f32() - a10[ch].to_f32()) * ax;
-                    out.push(T::from_f32(top + (bot - top) * ay));
+                    o[ch] = T::from_f32(top + (bot - top) * ay);
                 }
+            } else if sx <= -1.0 || sy <= -1.0 || sx >= w as f32 || sy >= h as f32 {
+                // All four taps outside.
+                o.fill(T::from_f32(fill));
             } else {
+                let (fx, fy) = (floor(sx), floor(sy));
+                let (ax, ay) = (sx - fx, sy - fy);
+                let (x0, y0) = (fx as isize, fy as isize);
                 acc.fill(0.0);
                 let taps = [
                     (x0, y0, (1.0 - ax) * (1.0 - ay)),
@@ -745,7 +758,9 @@ fn rotate_impl<T: Px, const C: usize>(
                         }
                     }
                 }
-                out.extend(acc.iter().map(|&a| T::from_f32(a)));
+                for (o, &a) in o.iter_mut().zip(&acc) {
+                    *o = T::from_f32(a);
+                }
             }
         }
     }
