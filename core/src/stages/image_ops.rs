@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::{Element, ElementId, Value};
 use crate::error::{Error, Result};
-use crate::executor::parallel::{ParallelStream, WorkFn};
+use crate::executor::parallel::WorkFn;
 use crate::image::{color, decode, geometry};
 use crate::rng::{ElementRng, StreamKey};
 use crate::stage::{BuildContext, Input, NumParallel, Stage};
-use crate::stages::map::SequentialMap;
+use crate::stages::map::{MapSpec, run_elementwise};
 use crate::stream::BoxStream;
 use crate::tensor::{DType, Tensor};
 
@@ -411,21 +411,11 @@ impl Stage for ImageOpsSpec {
         let key = ctx.stream_key();
         let spec = Arc::new(self.clone());
         let work: WorkFn = Arc::new(move |e: Element| spec.process(e, key).map(Some));
-        let workers = self.num_parallel.workers(ctx.options().cpu_budget);
-        if workers == 0 {
-            return Ok(Box::new(SequentialMap {
-                upstream,
-                f: work,
-                ctx: ctx.clone(),
-            }));
-        }
-        Ok(Box::new(ParallelStream::start(
-            upstream,
-            work,
-            workers,
-            self.deterministic,
-            ctx,
-        )))
+        let spec = MapSpec {
+            num_parallel: self.num_parallel,
+            deterministic: self.deterministic,
+        };
+        Ok(run_elementwise(upstream, work, spec, ctx))
     }
 
     fn as_any(&self) -> &dyn Any {

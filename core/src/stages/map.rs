@@ -98,21 +98,7 @@ impl Stage for MapStage {
             let mut rng = key.element_rng(e.id());
             f(e, &mut rng)
         });
-        let workers = self.spec.num_parallel.workers(ctx.options().cpu_budget);
-        if workers == 0 {
-            return Ok(Box::new(SequentialMap {
-                upstream,
-                f: work,
-                ctx: ctx.clone(),
-            }));
-        }
-        Ok(Box::new(ParallelStream::start(
-            upstream,
-            work,
-            workers,
-            self.spec.deterministic,
-            ctx,
-        )))
+        Ok(run_elementwise(upstream, work, self.spec, ctx))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -130,11 +116,35 @@ impl Stage for MapStage {
     }
 }
 
+/// Runs an element-wise function as `spec` says: on the consumer's thread (sequential) or on
+/// worker threads within the CPU budget, in order when `deterministic`.
+pub(crate) fn run_elementwise(
+    upstream: BoxStream,
+    f: WorkFn,
+    spec: MapSpec,
+    ctx: &BuildContext,
+) -> BoxStream {
+    match spec.num_parallel.workers(ctx.options().cpu_budget) {
+        0 => Box::new(SequentialMap {
+            upstream,
+            f,
+            ctx: ctx.clone(),
+        }),
+        workers => Box::new(ParallelStream::start(
+            upstream,
+            f,
+            workers,
+            spec.deterministic,
+            ctx,
+        )),
+    }
+}
+
 /// Applies a function element by element on the consumer's thread, with the error policy.
-pub(crate) struct SequentialMap {
-    pub(crate) upstream: BoxStream,
-    pub(crate) f: WorkFn,
-    pub(crate) ctx: BuildContext,
+struct SequentialMap {
+    upstream: BoxStream,
+    f: WorkFn,
+    ctx: BuildContext,
 }
 
 impl ElementStream for SequentialMap {
