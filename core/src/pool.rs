@@ -62,17 +62,32 @@ pub(crate) fn take<T: Poolable>(capacity: usize) -> Vec<T> {
     Vec::with_capacity(capacity)
 }
 
-/// Keeps `v`'s allocation for reuse if it is large and the pool has room.
+/// Keeps `v`'s allocation for reuse if it is large. When the pool is full, smaller buffers
+/// make room for a larger one (a batch buffer is worth more than an image's).
 pub(crate) fn give<T: Poolable>(mut v: Vec<T>) {
-    if bytes_of::<T>(v.capacity()) < MIN_POOLED_BYTES {
+    let size = bytes_of::<T>(v.capacity());
+    if size < MIN_POOLED_BYTES || size > MAX_POOLED_BYTES {
         return;
     }
     v.clear();
     let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
-    let held: usize = pool.iter().map(|b| bytes_of::<T>(b.capacity())).sum();
-    if pool.len() < MAX_POOLED && held + bytes_of::<T>(v.capacity()) <= MAX_POOLED_BYTES {
-        pool.push(v);
+    let mut held: usize = pool.iter().map(|b| bytes_of::<T>(b.capacity())).sum();
+    while pool.len() >= MAX_POOLED || held + size > MAX_POOLED_BYTES {
+        let Some((i, smallest)) = pool
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, b)| (i, bytes_of::<T>(b.capacity())))
+        else {
+            break;
+        };
+        if smallest >= size {
+            return;
+        }
+        pool.swap_remove(i);
+        held -= smallest;
     }
+    pool.push(v);
 }
 
 #[cfg(test)]
@@ -92,5 +107,19 @@ mod tests {
         give(again);
         let small: Vec<f64> = take(10);
         assert!(small.capacity() < n);
+    }
+
+    #[test]
+    fn a_full_pool_keeps_the_larger_buffers() {
+        // i32 is used by no other test here.
+        let unit = MIN_POOLED_BYTES / 4;
+        for _ in 0..MAX_POOLED {
+            give(Vec::<i32>::with_capacity(unit));
+        }
+        let big = Vec::<i32>::with_capacity(unit * 8);
+        let ptr = big.as_ptr();
+        give(big);
+        let again: Vec<i32> = take(unit * 8);
+        assert_eq!(again.as_ptr(), ptr, "the large buffer displaced a small one");
     }
 }
