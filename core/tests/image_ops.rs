@@ -148,3 +148,37 @@ fn the_spec_reads_from_toml_like_json() {
     let err = serde_json::from_str::<ImageOpsSpec>(r#"{"ops": [{"op": "sharpen"}]}"#).unwrap_err();
     assert!(err.to_string().contains("sharpen"), "{err}");
 }
+
+#[test]
+fn fused_brightness_and_contrast_equal_the_two_ops() {
+    let key = StreamKey {
+        seed: 9,
+        epoch: 0,
+        stage: 2,
+    };
+    let spec = ImageOpsSpec::new(vec![
+        ImageOp::ToUnitF32,
+        ImageOp::RandomBrightness { max_delta: 0.2 },
+        ImageOp::RandomContrast {
+            lower: 0.5,
+            upper: 1.5,
+        },
+    ]);
+    for (i, dtype) in [DType::U8, DType::F32].into_iter().enumerate() {
+        let pixels: Vec<u8> = (0..16 * 12 * 3).map(|v| (v * 37 % 251) as u8).collect();
+        let img = Tensor::new(&[16, 12, 3], TensorData::U8(bytes::Bytes::from(pixels))).unwrap();
+        let img = sluice_core::image::color::cast(&img, dtype).unwrap();
+        let id = ElementId::new(0, i as u64);
+        let fused = spec.run(&img, &mut key.element_rng(id)).unwrap();
+        let mut rng = key.element_rng(id);
+        let mut step = img.clone();
+        for op in &spec.ops {
+            step = op.apply(&step, &mut rng).unwrap();
+        }
+        let (a, b) = (fused.as_f32().unwrap(), step.as_f32().unwrap());
+        assert!(
+            a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{dtype}"
+        );
+    }
+}

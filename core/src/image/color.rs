@@ -411,6 +411,27 @@ pub fn adjust_contrast(img: &Tensor, factor: f32) -> Result<Tensor> {
     }
 }
 
+/// [`random_brightness`] then [`random_contrast`] in one pass (same draws, in that order, and
+/// the same result as the two ops one after the other).
+pub fn random_brightness_contrast<R: RngCore + ?Sized>(
+    img: &Tensor,
+    max_delta: f32,
+    lower: f32,
+    upper: f32,
+    rng: &mut R,
+) -> Result<Tensor> {
+    if max_delta.is_nan() || max_delta < 0.0 {
+        return Err(Error::Image(format!(
+            "random_brightness: max_delta ({max_delta}) must be non-negative"
+        )));
+    }
+    check_range("random_contrast", lower, upper)?;
+    dims(img, "random_brightness_contrast")?;
+    let delta = uniform(rng, -max_delta, max_delta);
+    let factor = uniform(rng, lower, upper);
+    adjust_brightness_contrast(img, delta, factor)
+}
+
 /// [`adjust_brightness`] then [`adjust_contrast`], fused: on `f32` images the result is
 /// bit-identical to the two ops (and to TensorFlow's two ops) but reads the image twice
 /// and writes it once, instead of three reads and two writes. On `u8` images it is the two

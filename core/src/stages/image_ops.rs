@@ -321,8 +321,20 @@ impl ImageOpsSpec {
             }
             [] => return Ok(img.clone()),
         };
-        for op in ops {
+        while let Some((op, rest)) = ops.split_first() {
+            // Brightness then contrast: one pass over the pixels instead of two.
+            if let (
+                ImageOp::RandomBrightness { max_delta },
+                [ImageOp::RandomContrast { lower, upper }, after @ ..],
+            ) = (op, rest)
+            {
+                current =
+                    color::random_brightness_contrast(&current, *max_delta, *lower, *upper, rng)?;
+                ops = after;
+                continue;
+            }
             current = op.apply(&current, rng)?;
+            ops = rest;
         }
         Ok(current)
     }
