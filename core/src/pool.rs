@@ -66,7 +66,7 @@ pub(crate) fn take<T: Poolable>(capacity: usize) -> Vec<T> {
 /// make room for a larger one (a batch buffer is worth more than an image's).
 pub(crate) fn give<T: Poolable>(mut v: Vec<T>) {
     let size = bytes_of::<T>(v.capacity());
-    if size < MIN_POOLED_BYTES || size > MAX_POOLED_BYTES {
+    if !(MIN_POOLED_BYTES..=MAX_POOLED_BYTES).contains(&size) {
         return;
     }
     v.clear();
