@@ -120,6 +120,10 @@ mod tests {
         let ptr = big.as_ptr();
         give(big);
         let again: Vec<i32> = take(unit * 8);
-        assert_eq!(again.as_ptr(), ptr, "the large buffer displaced a small one");
+        assert_eq!(
+            again.as_ptr(),
+            ptr,
+            "the large buffer displaced a small one"
+        );
     }
 }
