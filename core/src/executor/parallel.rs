@@ -230,26 +230,11 @@ fn dispatch<I: Item, S: Source<I>>(
             0 => 1,
             avg => ((CHUNK_TARGET.as_nanos() as u64 / avg) as usize).clamp(1, MAX_CHUNK),
         };
-        let mut items = Vec::with_capacity(chunk);
         let t = Instant::now();
-        while items.len() < chunk {
-            match guarded(|| upstream.next_item(), &ctx) {
-                Some(item) => {
-                    let is_err = item.is_err();
-                    items.push(item);
-                    if is_err {
-                        // Hand errors on promptly, in order.
-                        break;
-                    }
-                }
-                None => {
-                    ended = true;
-                    break;
-                }
-            }
-            if shutdown.is_set() {
-                return;
-            }
+        let items;
+        (items, ended) = pull_chunk(chunk, || guarded(|| upstream.next_item(), &ctx));
+        if shutdown.is_set() {
+            return;
         }
         ctx.metrics().add_wait_upstream(t.elapsed());
         if items.is_empty() {
@@ -363,4 +348,26 @@ pub(crate) fn guarded<T>(
             ),
         })),
     }
+}
+
+/// Pulls up to `chunk` items; an error ends the chunk early (so it is handed on promptly and
+/// in order). Returns the items and whether the upstream ended.
+pub(crate) fn pull_chunk<I>(
+    chunk: usize,
+    mut next: impl FnMut() -> Option<Result<I>>,
+) -> (Vec<Result<I>>, bool) {
+    let mut items = Vec::with_capacity(chunk);
+    while items.len() < chunk {
+        match next() {
+            Some(item) => {
+                let is_err = item.is_err();
+                items.push(item);
+                if is_err {
+                    break;
+                }
+            }
+            None => return (items, true),
+        }
+    }
+    (items, false)
 }

@@ -12,6 +12,7 @@ use crossbeam_channel::{Receiver, Sender, bounded, select};
 
 use crate::element::Element;
 use crate::error::Result;
+use crate::executor::parallel::{guarded, pull_chunk};
 use crate::stage::BuildContext;
 use crate::stream::{BoxStream, ElementStream};
 
@@ -52,23 +53,9 @@ impl PrefetchStream {
                 let shutdown = tctx.shutdown().clone();
                 let mut ended = false;
                 while !ended {
-                    let mut items = Vec::with_capacity(chunk);
                     let t = Instant::now();
-                    while items.len() < chunk {
-                        match crate::executor::parallel::guarded(|| upstream.next(), &tctx) {
-                            Some(item) => {
-                                let err = item.is_err();
-                                items.push(item);
-                                if err {
-                                    break;
-                                }
-                            }
-                            None => {
-                                ended = true;
-                                break;
-                            }
-                        }
-                    }
+                    let items;
+                    (items, ended) = pull_chunk(chunk, || guarded(|| upstream.next(), &tctx));
                     if upstream_is_work {
                         tctx.metrics().add_busy(t.elapsed());
                     } else {
