@@ -6,6 +6,9 @@
 //!   (`adjust_brightness`, `adjust_contrast`, `normalize` with ImageNet's mean and std).
 //! - `f32/brightness_contrast_fused_normalize`: the same with `adjust_brightness_contrast`
 //!   (one pass for the first two ops, bit-identical results).
+//! - `u8/to_unit_brightness_contrast_normalize`: the whole tail from decoded pixels as
+//!   separate ops; `u8/point_chain_*`: the same as one `PointChain` pass (bit-identical),
+//!   into a new tensor or into an existing buffer (as `image_ops` writes into a batch).
 //! - `f32/*`, `u8/*`: each op alone, on an `f32` image in `[0, 1]` or a `u8` image.
 //!
 //! ```sh
@@ -20,6 +23,7 @@ use sluice_core::image::color::{
     adjust_brightness, adjust_brightness_contrast, adjust_contrast, adjust_hue, adjust_saturation,
     normalize, to_unit_f32,
 };
+use sluice_core::image::{PointChain, PointOp};
 use sluice_core::{Tensor, TensorData};
 
 const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
@@ -63,6 +67,31 @@ fn bench(c: &mut Criterion) {
             b.iter(|| adjust_hue(black_box(img), 0.1).unwrap())
         });
     }
+    // The whole tail as separate ops, and as one `PointChain` pass (bit-identical), from u8.
+    g.bench_function("u8/to_unit_brightness_contrast_normalize", |b| {
+        b.iter(|| {
+            let x = to_unit_f32(black_box(&u8_img)).unwrap();
+            let x = adjust_brightness_contrast(&x, 0.1, 1.2).unwrap();
+            normalize(&x, &MEAN, &STD, 1.0).unwrap()
+        })
+    });
+    let chain = PointChain::to_unit(vec![
+        PointOp::Brightness(0.1),
+        PointOp::Contrast(1.2),
+        PointOp::Normalize {
+            mean: MEAN.to_vec(),
+            std: STD.to_vec(),
+            scale: 1.0,
+        },
+    ]);
+    g.bench_function(
+        "u8/point_chain_to_unit_brightness_contrast_normalize",
+        |b| b.iter(|| chain.apply(black_box(&u8_img)).unwrap()),
+    );
+    let mut out = vec![0.0f32; u8_img.len()];
+    g.bench_function("u8/point_chain_into_a_buffer", |b| {
+        b.iter(|| chain.apply_into(black_box(&u8_img), &mut out).unwrap())
+    });
     g.bench_function("u8/to_unit_f32", |b| {
         b.iter(|| to_unit_f32(black_box(&u8_img)).unwrap())
     });

@@ -11,6 +11,8 @@
 //! - `parse`: interleave 4 -> repeat 5 -> batch 256 -> parse_example(image, label)
 //! - `augment`: interleave 4 -> parse -> image_ops(decode, random crop 224, flip, brightness,
 //!   contrast, normalize; parallel) -> batch 64 -> prefetch (images/s)
+//! - `augment_batched`: the same, batching first: interleave 4 -> parse -> batch 64 ->
+//!   image_ops (rows in parallel, written straight into the batch) -> prefetch (images/s)
 //! - `decode_only`: the JPEGs in memory decoded by a plain parallel loop (the ceiling for
 //!   `augment`)
 //! - `cache2`: interleave 4 -> map(parse, decode JPEG, resize 64x64 f32) -> cache -> batch 64
@@ -144,6 +146,17 @@ fn run(dir: &str, name: &str) {
                 .parse_example(spec())
                 .image_ops(augment_ops().num_parallel(NumParallel::Auto))
                 .batch(64)
+                .prefetch(BufferSize::Auto),
+            1,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        // The same work on batches: batch the encoded images, then decode and augment the
+        // rows of each batch in parallel (rayon), writing straight into the batch's buffer.
+        "augment_batched" => (
+            interleaved(dir)
+                .parse_example(spec())
+                .batch(64)
+                .image_ops(augment_ops())
                 .prefetch(BufferSize::Auto),
             1,
             |b| (b.tensor("label").unwrap().len(), 0),

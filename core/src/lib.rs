@@ -37,7 +37,9 @@
 //! - Randomness is keyed by (seed, epoch, stage, element id) ([`rng`]): a seed fixes every
 //!   batch bit for bit, at any parallelism.
 //! - [`Dataset::stats`] gives per-stage statistics and names the bottleneck.
-#![forbid(unsafe_code)]
+// One `unsafe` block: calling the AVX2 build of the point-chain kernel after checking the
+// CPU has AVX2 (core/src/image/pointwise.rs).
+#![deny(unsafe_code)]
 
 mod builder;
 pub mod codec;

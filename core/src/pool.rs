@@ -56,10 +56,32 @@ pub(crate) fn take<T: Poolable>(capacity: usize) -> Vec<T> {
             .iter()
             .position(|v| v.capacity() >= capacity && v.capacity() <= capacity.saturating_mul(2))
         {
-            return pool.swap_remove(i);
+            let mut v = pool.swap_remove(i);
+            v.clear();
+            return v;
         }
     }
     Vec::with_capacity(capacity)
+}
+
+/// A vector of `len` values, recycled when one fits, whose values are unspecified (stale
+/// values of an earlier buffer, or the default): for a caller that overwrites every value.
+/// A recycled buffer is not cleared first, so this costs no pass over the memory when the
+/// recycled buffer already held at least `len` values.
+pub(crate) fn take_filled<T: Poolable + Copy + Default>(len: usize) -> Vec<T> {
+    if bytes_of::<T>(len) >= MIN_POOLED_BYTES {
+        let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = pool
+            .iter()
+            .position(|v| v.capacity() >= len && v.capacity() <= len.saturating_mul(2))
+        {
+            let mut v = pool.swap_remove(i);
+            drop(pool);
+            v.resize(len, T::default());
+            return v;
+        }
+    }
+    vec![T::default(); len]
 }
 
 /// Keeps `v`'s allocation for reuse if it is large. When the pool is full, smaller buffers
@@ -69,7 +91,10 @@ pub(crate) fn give<T: Poolable>(mut v: Vec<T>) {
     if !(MIN_POOLED_BYTES..=MAX_POOLED_BYTES).contains(&size) {
         return;
     }
-    v.clear();
+    // Plain values stay (`take` clears them, `take_filled` reuses them); references go.
+    if std::mem::needs_drop::<T>() {
+        v.clear();
+    }
     let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
     let mut held: usize = pool.iter().map(|b| bytes_of::<T>(b.capacity())).sum();
     while pool.len() >= MAX_POOLED || held + size > MAX_POOLED_BYTES {
@@ -107,6 +132,23 @@ mod tests {
         give(again);
         let small: Vec<f64> = take(10);
         assert!(small.capacity() < n);
+    }
+
+    #[test]
+    fn take_filled_gives_the_length_asked_for() {
+        // No other test here uses i64 buffers of this size.
+        let n = MIN_POOLED_BYTES / 8 * 5 + 5;
+        let mut v: Vec<i64> = take_filled(n);
+        assert_eq!(v.len(), n);
+        v.iter_mut().for_each(|x| *x = 7);
+        let ptr = v.as_ptr();
+        give(v);
+        let shorter: Vec<i64> = take_filled(n - 3);
+        assert_eq!(shorter.len(), n - 3);
+        assert_eq!(shorter.as_ptr(), ptr, "recycled");
+        give(shorter);
+        let again: Vec<i64> = take(n);
+        assert!(again.is_empty(), "take always gives an empty vector");
     }
 
     #[test]

@@ -182,3 +182,114 @@ fn fused_brightness_and_contrast_equal_the_two_ops() {
         );
     }
 }
+
+/// The augment op list, fused by the stage (decode + crop + flip in one copy; to-unit,
+/// brightness, contrast and normalize in one pass, written straight into the batch for
+/// batched input), gives the same bits as the ops applied one by one, per element and per
+/// batch row.
+#[test]
+fn the_fused_stage_equals_the_ops_one_by_one_per_element_and_per_batch_row() {
+    let ops = vec![
+        ImageOp::Decode { channels: Some(3) },
+        ImageOp::RandomCrop {
+            height: 20,
+            width: 22,
+        },
+        ImageOp::RandomFlipLeftRight { p: 0.5 },
+        ImageOp::ToUnitF32,
+        ImageOp::RandomBrightness { max_delta: 0.1 },
+        ImageOp::RandomContrast {
+            lower: 0.75,
+            upper: 1.5,
+        },
+        ImageOp::Normalize {
+            mean: vec![0.485, 0.456, 0.406],
+            std: vec![0.229, 0.224, 0.225],
+            scale: 1.0,
+        },
+    ];
+    let one_by_one = |img: &Tensor, mut rng: sluice_core::rng::ElementRng| {
+        let mut t = img.clone();
+        for op in &ops {
+            t = op.apply(&t, &mut rng).unwrap();
+        }
+        t
+    };
+    let key = StreamKey {
+        seed: 5,
+        epoch: 0,
+        stage: 1,
+    };
+    let options = Options::default().with_seed(5);
+    let records = Dataset::tfrecord([shards()])
+        .unwrap()
+        .parse_example(spec())
+        .collect()
+        .unwrap();
+    let mut flips = 0;
+    // Per element.
+    let out = Dataset::from_elements(records.clone())
+        .image_ops(ImageOpsSpec::new(ops.clone()))
+        .with_options(options.clone())
+        .collect()
+        .unwrap();
+    assert_eq!(out.len(), records.len());
+    for (got, e) in out.iter().zip(&records) {
+        // `from_elements` numbers its elements itself: the RNG follows the output's id.
+        let id = got.id();
+        let want = one_by_one(e.tensor("image").unwrap(), key.element_rng(id));
+        let got = got.tensor("image").unwrap();
+        assert_eq!(got.shape(), &[20, 22, 3]);
+        assert!(
+            bits(&[got_el(got)]) == bits(&[got_el(&want)]),
+            "element {id}: {} of {} values differ",
+            diff(got, &want),
+            got.len()
+        );
+        // Count flips to know both branches ran: the flip's draw follows the crop's two.
+        let mut rng = key.element_rng(id);
+        let img = ops[0].apply(e.tensor("image").unwrap(), &mut rng).unwrap();
+        ops[1].apply(&img, &mut rng).unwrap();
+        flips += usize::from(rand::Rng::random::<f32>(&mut rng) < 0.5);
+    }
+    assert!(flips > 0 && flips < records.len(), "{flips} flips");
+    // Per batch row (batch first, then the stage on the batch of encoded images).
+    let batches = Dataset::from_elements(records).batch(8).collect().unwrap();
+    let out = Dataset::from_elements(batches.clone())
+        .image_ops(ImageOpsSpec::new(ops.clone()).num_parallel(2))
+        .with_options(options)
+        .collect()
+        .unwrap();
+    for (got, b) in out.iter().zip(&batches) {
+        let batch_id = got.id();
+        let encoded = b.tensor("image").unwrap();
+        let n = encoded.shape()[0];
+        let got = got.tensor("image").unwrap();
+        assert_eq!(got.shape(), &[n, 20, 22, 3]);
+        for i in 0..n {
+            let want = one_by_one(
+                &encoded.row(i).unwrap(),
+                key.element_rng(batch_id.child(i as u64)),
+            );
+            let row = got.row(i).unwrap();
+            assert!(
+                bits(&[got_el(&row)]) == bits(&[got_el(&want)]),
+                "batch {batch_id} row {i}: {} values differ",
+                diff(&row, &want)
+            );
+        }
+    }
+}
+
+fn got_el(t: &Tensor) -> Element {
+    Element::new(ElementId::new(0, 0)).with("image", t.clone())
+}
+
+fn diff(a: &Tensor, b: &Tensor) -> usize {
+    let (a, b) = (a.as_f32().unwrap(), b.as_f32().unwrap());
+    a.iter()
+        .zip(b)
+        .filter(|(x, y)| x.to_bits() != y.to_bits())
+        .count()
+        + a.len().abs_diff(b.len())
+}

@@ -46,7 +46,7 @@ use crate::tensor::{DType, Tensor, TensorData};
 
 /// `1 / 255` as `f32`: TensorFlow's scale from `u8` to `[0, 1]` (`1. / 255` rounded to
 /// `float32`, the same value).
-const INV_255: f32 = 1.0 / 255.0;
+pub(super) const INV_255: f32 = 1.0 / 255.0;
 
 /// TensorFlow's scale from `[0, 1]` to `u8` (`dtype.max + 0.5`, "to avoid rounding
 /// problems in the cast").
@@ -56,7 +56,7 @@ const TO_U8: f32 = 255.5;
 /// that divides it (1, 2, 3, 4, 6, 8, 12, 16, 24, 48), so a block starts at channel 0 and
 /// the per-channel parameters can be laid out once as a block-long pattern (which the
 /// compiler vectorizes).
-const BLOCK: usize = 48;
+pub(super) const BLOCK: usize = 48;
 
 /// `[0, 1]` float to `u8` as TensorFlow's `convert_image_dtype(..., saturate=True)`:
 /// `trunc(clamp(y * 255.5, 0, 255))` (`as` saturates and truncates; `NaN` gives 0).
@@ -271,12 +271,12 @@ pub fn from_unit_f32(img: &Tensor) -> Result<Tensor> {
 // Random parameters
 
 /// One uniform `f32` in `[lo, hi)` from one draw, mapped as TensorFlow's `random_uniform`.
-fn uniform<R: RngCore + ?Sized>(rng: &mut R, lo: f32, hi: f32) -> f32 {
+pub(super) fn uniform<R: RngCore + ?Sized>(rng: &mut R, lo: f32, hi: f32) -> f32 {
     let u: f32 = rng.random();
     u * (hi - lo) + lo
 }
 
-fn check_range(op: &str, lower: f32, upper: f32) -> Result<()> {
+pub(super) fn check_range(op: &str, lower: f32, upper: f32) -> Result<()> {
     if upper.is_nan() || lower.is_nan() || upper <= lower {
         return Err(Error::Image(format!(
             "{op}: upper ({upper}) must be > lower ({lower})"
@@ -318,14 +318,29 @@ pub fn random_brightness<R: RngCore + ?Sized>(
     max_delta: f32,
     rng: &mut R,
 ) -> Result<Tensor> {
+    dims(img, "random_brightness")?;
+    let delta = draw_brightness(max_delta, rng)?;
+    adjust_brightness(img, delta)
+}
+
+/// The delta [`random_brightness`] draws: checks `max_delta`, then one draw.
+pub(crate) fn draw_brightness<R: RngCore + ?Sized>(max_delta: f32, rng: &mut R) -> Result<f32> {
     if max_delta.is_nan() || max_delta < 0.0 {
         return Err(Error::Image(format!(
             "random_brightness: max_delta ({max_delta}) must be non-negative"
         )));
     }
-    dims(img, "random_brightness")?;
-    let delta = uniform(rng, -max_delta, max_delta);
-    adjust_brightness(img, delta)
+    Ok(uniform(rng, -max_delta, max_delta))
+}
+
+/// The factor [`random_contrast`] draws: checks the range, then one draw.
+pub(crate) fn draw_contrast<R: RngCore + ?Sized>(
+    lower: f32,
+    upper: f32,
+    rng: &mut R,
+) -> Result<f32> {
+    check_range("random_contrast", lower, upper)?;
+    Ok(uniform(rng, lower, upper))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -357,7 +372,14 @@ fn channel_means<T: Copy>(
     if left > right {
         scratch.extend(plane[right * c..left * c].iter().map(|&x| load(x)));
     }
-    let mut remaining = left;
+    finish_means(scratch, pixels, c)
+}
+
+/// The rest of [`channel_means`] once `scratch` holds the first fold (`left * c` values,
+/// `left = pixels - pixels / 2`): the remaining folds and the scaling.
+#[inline(always)]
+pub(super) fn finish_means(scratch: &mut [f32], pixels: usize, c: usize) -> Vec<f32> {
+    let mut remaining = pixels - pixels / 2;
     while remaining > 1 {
         let right = remaining / 2;
         let left = remaining - right;
@@ -420,15 +442,10 @@ pub fn random_brightness_contrast<R: RngCore + ?Sized>(
     upper: f32,
     rng: &mut R,
 ) -> Result<Tensor> {
-    if max_delta.is_nan() || max_delta < 0.0 {
-        return Err(Error::Image(format!(
-            "random_brightness: max_delta ({max_delta}) must be non-negative"
-        )));
-    }
     check_range("random_contrast", lower, upper)?;
     dims(img, "random_brightness_contrast")?;
-    let delta = uniform(rng, -max_delta, max_delta);
-    let factor = uniform(rng, lower, upper);
+    let delta = draw_brightness(max_delta, rng)?;
+    let factor = draw_contrast(lower, upper, rng)?;
     adjust_brightness_contrast(img, delta, factor)
 }
 
@@ -463,9 +480,8 @@ pub fn random_contrast<R: RngCore + ?Sized>(
     upper: f32,
     rng: &mut R,
 ) -> Result<Tensor> {
-    check_range("random_contrast", lower, upper)?;
     dims(img, "random_contrast")?;
-    let factor = uniform(rng, lower, upper);
+    let factor = draw_contrast(lower, upper, rng)?;
     adjust_contrast(img, factor)
 }
 
@@ -708,7 +724,7 @@ pub fn random_hue<R: RngCore + ?Sized>(
 // Normalization
 
 /// Per-channel parameters: one value per channel, or one value for all.
-fn per_channel(op: &str, name: &str, values: &[f32], c: usize) -> Result<Vec<f32>> {
+pub(super) fn per_channel(op: &str, name: &str, values: &[f32], c: usize) -> Result<Vec<f32>> {
     match values.len() {
         1 => Ok(vec![values[0]; c]),
         n if n == c => Ok(values.to_vec()),
@@ -718,7 +734,7 @@ fn per_channel(op: &str, name: &str, values: &[f32], c: usize) -> Result<Vec<f32
     }
 }
 
-fn inverse_stds(op: &str, std: &[f32], c: usize) -> Result<Vec<f32>> {
+pub(super) fn inverse_stds(op: &str, std: &[f32], c: usize) -> Result<Vec<f32>> {
     let std = per_channel(op, "std", std, c)?;
     if let Some(bad) = std.iter().find(|s| !(s.is_finite() && **s != 0.0)) {
         return Err(Error::Image(format!(

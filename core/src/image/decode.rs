@@ -216,6 +216,17 @@ pub fn decode_and_crop_with_limits(
     channels: Option<usize>,
     limits: &DecodeLimits,
 ) -> Result<Tensor> {
+    decode_window(data, crop, channels, false, limits)
+}
+
+/// [`decode_and_crop_with_limits`], mirrored left-right when `mirror` (in the same copy).
+pub(crate) fn decode_window(
+    data: &[u8],
+    crop: (usize, usize, usize, usize),
+    channels: Option<usize>,
+    mirror: bool,
+    limits: &DecodeLimits,
+) -> Result<Tensor> {
     check_channels(channels)?;
     let (y, x, ch, cw) = crop;
     let check_window = |h: usize, w: usize| -> Result<()> {
@@ -252,7 +263,25 @@ pub fn decode_and_crop_with_limits(
         let start = r * row + x * c;
         out.extend_from_slice(&pixels[start..start + cw * c]);
     }
+    if mirror {
+        for row in out.chunks_exact_mut(cw * c) {
+            mirror_row(row, c);
+        }
+    }
     to_tensor(ch, cw, c, out)
+}
+
+/// Reverses the order of the `c`-value pixels of `row`, keeping each pixel's channels.
+fn mirror_row(row: &mut [u8], c: usize) {
+    match c {
+        1 => row.reverse(),
+        3 => row.as_chunks_mut::<3>().0.reverse(),
+        4 => row.as_chunks_mut::<4>().0.reverse(),
+        _ => {
+            row.reverse();
+            row.chunks_exact_mut(c).for_each(<[u8]>::reverse);
+        }
+    }
 }
 
 /// Decodes a JPEG at the smallest DCT scale (1/8, 1/4, 1/2 or 1) whose output is at least

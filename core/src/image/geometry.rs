@@ -197,7 +197,7 @@ fn values_in(op: &str, shape: &[usize]) -> Result<usize> {
         .ok_or_else(|| Error::Image(format!("{op}: output shape {shape:?} is too large")))
 }
 
-fn probability(op: &str, p: f32) -> Result<()> {
+pub(crate) fn probability(op: &str, p: f32) -> Result<()> {
     if !(0.0..=1.0).contains(&p) {
         return Err(Error::Image(format!(
             "{op}: probability must be in [0, 1], got {p}"

@@ -33,6 +33,10 @@ pub fn hwc(t: &Tensor) -> Result<(usize, usize, usize)> {
     }
 }
 
+pub mod pointwise;
+
+pub use pointwise::{PointChain, PointLoad, PointOp};
+
 pub mod geometry;
 
 pub use geometry::{

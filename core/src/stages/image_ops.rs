@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 use crate::element::{Element, ElementId, Value};
 use crate::error::{Error, Result};
 use crate::executor::parallel::WorkFn;
-use crate::image::{color, decode, geometry};
+use crate::image::{PointChain, PointLoad, PointOp, color, decode, geometry};
 use crate::rng::{ElementRng, StreamKey};
 use crate::stage::{BuildContext, Input, NumParallel, Stage};
 use crate::stages::map::{MapSpec, run_elementwise};
 use crate::stream::BoxStream;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, Tensor, TensorData};
 
 /// Resampling for [`ImageOp::Resize`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -304,16 +304,73 @@ impl ImageOpsSpec {
 
     /// Runs the ops on one image.
     pub fn run(&self, img: &Tensor, rng: &mut ElementRng) -> Result<Tensor> {
-        let mut ops = self.ops.as_slice();
-        // Decode then random crop: decode only what the window needs (same pixels).
+        let (head, chain) = self.run_head_and_draw(img, rng)?;
+        self.finish(head, chain.as_ref())
+    }
+
+    /// Where the op list splits: `ops[..start]` run one by one, `ops[start..end]` run as one
+    /// [`PointChain`] (a conversion to `f32` and the brightness / contrast / normalize ops
+    /// after it, in one pass), `ops[end..]` is a final `to_chw` or nothing.
+    fn split(&self) -> (usize, usize) {
+        let end = match self.ops.last() {
+            Some(ImageOp::ToChw) => self.ops.len() - 1,
+            _ => self.ops.len(),
+        };
+        let mut start = end;
+        while start > 0 && is_chain_op(&self.ops[start - 1]) {
+            start -= 1;
+        }
+        while start < end && !is_chain_entry(&self.ops[start]) {
+            start += 1;
+        }
+        (start, end)
+    }
+
+    /// Runs `ops[..start]` and draws the chain's parameters (in list order, so the draws
+    /// are those of the ops run one by one).
+    fn run_head_and_draw(
+        &self,
+        img: &Tensor,
+        rng: &mut ElementRng,
+    ) -> Result<(Tensor, Option<PointChain>)> {
+        let (start, end) = self.split();
+        let head = self.run_head(&self.ops[..start], img, rng)?;
+        let chain = if start < end {
+            Some(draw_chain(&self.ops[start..end], rng)?)
+        } else {
+            None
+        };
+        Ok((head, chain))
+    }
+
+    /// Applies the drawn chain and the final `to_chw`, if any.
+    fn finish(&self, head: Tensor, chain: Option<&PointChain>) -> Result<Tensor> {
+        let mut current = match chain {
+            Some(chain) => chain.apply(&head)?,
+            None => head,
+        };
+        if let Some(ImageOp::ToChw) = self.ops.last() {
+            current = geometry::to_chw(&current)?;
+        }
+        Ok(current)
+    }
+
+    fn run_head(&self, ops: &[ImageOp], img: &Tensor, rng: &mut ElementRng) -> Result<Tensor> {
+        let mut ops = ops;
+        // Decode then random crop (then a random left-right flip): decode only what the
+        // window needs, mirrored in the same copy (same pixels).
         let mut current = match ops {
             [
                 ImageOp::Decode { channels },
                 ImageOp::RandomCrop { height, width },
-                ..,
+                rest @ ..,
             ] => {
-                ops = &ops[2..];
-                decode_random_crop(scalar_bytes(img)?, *channels, *height, *width, rng)?
+                let (flip, rest) = match rest {
+                    [ImageOp::RandomFlipLeftRight { p }, rest @ ..] => (Some(*p), rest),
+                    _ => (None, rest),
+                };
+                ops = rest;
+                decode_random_crop(scalar_bytes(img)?, *channels, *height, *width, flip, rng)?
             }
             [first, ..] => {
                 ops = &ops[1..];
@@ -339,6 +396,55 @@ impl ImageOpsSpec {
         Ok(current)
     }
 
+    /// A batch of encoded images `[B]`: each decoded and augmented on the rayon pool; when
+    /// the ops end in a point chain, its output goes straight into the batch's buffer.
+    fn run_encoded_batch(&self, img: &Tensor, rngs: &mut [ElementRng]) -> Result<Tensor> {
+        use rayon::prelude::*;
+        let rows: Vec<Tensor> = (0..img.shape()[0])
+            .map(|i| img.row(i))
+            .collect::<Result<_>>()?;
+        let heads = rows
+            .par_iter()
+            .zip(rngs.par_iter_mut())
+            .map(|(row, rng)| self.run_head_and_draw(row, rng))
+            .collect::<Result<Vec<_>>>()?;
+        let direct = !matches!(self.ops.last(), Some(ImageOp::ToChw))
+            && heads.iter().all(|(_, chain)| chain.is_some());
+        if !direct || heads.is_empty() {
+            let done = heads
+                .into_par_iter()
+                .map(|(head, chain)| self.finish(head, chain.as_ref()))
+                .collect::<Result<Vec<_>>>()?;
+            let refs: Vec<&Tensor> = done.iter().collect();
+            return Tensor::stack(&refs);
+        }
+        let shape = heads[0].0.shape().to_vec();
+        if let Some((bad, _)) = heads.iter().find(|(h, _)| h.shape() != shape.as_slice()) {
+            return Err(Error::invalid(format!(
+                "cannot batch tensors of shapes {:?} and {:?} (crop or resize to one size \
+                 first)",
+                shape,
+                bad.shape()
+            )));
+        }
+        let plane: usize = shape.iter().product();
+        let mut out: Vec<f32> = crate::pool::take_filled(plane * heads.len());
+        if plane > 0 {
+            out.par_chunks_mut(plane)
+                .zip(heads.par_iter())
+                .map(|(dst, (head, chain))| {
+                    chain
+                        .as_ref()
+                        .expect("checked: every row has a chain")
+                        .apply_into(head, dst)
+                })
+                .collect::<Result<()>>()?;
+        }
+        let mut batch_shape = vec![heads.len()];
+        batch_shape.extend_from_slice(&shape);
+        Tensor::new(&batch_shape, TensorData::F32(out.into()))
+    }
+
     fn process(&self, mut element: Element, key: StreamKey) -> Result<Element> {
         let img = element
             .tensor(&self.input)
@@ -353,18 +459,7 @@ impl ImageOpsSpec {
                 .map(|i| key.element_rng(batch_row_id(id, i)))
                 .collect();
             if img.rank() == 1 {
-                // A batch of encoded images: decode and augment each, then stack.
-                let rows: Vec<Tensor> = (0..img.shape()[0])
-                    .map(|i| img.row(i))
-                    .collect::<Result<_>>()?;
-                use rayon::prelude::*;
-                let done = rows
-                    .par_iter()
-                    .zip(rngs.par_iter_mut())
-                    .map(|(row, rng)| self.run(row, rng))
-                    .collect::<Result<Vec<_>>>()?;
-                let refs: Vec<&Tensor> = done.iter().collect();
-                Tensor::stack(&refs)?
+                self.run_encoded_batch(&img, &mut rngs)?
             } else {
                 geometry::map_batch_with_rngs(&img, &mut rngs, |row, rng| self.run(row, rng))?
             }
@@ -382,15 +477,67 @@ fn batch_row_id(batch: ElementId, i: u64) -> ElementId {
     batch.child(i)
 }
 
+/// The ops a [`PointChain`] can hold.
+fn is_chain_op(op: &ImageOp) -> bool {
+    is_chain_entry(op)
+        || matches!(
+            op,
+            ImageOp::RandomBrightness { .. } | ImageOp::RandomContrast { .. }
+        )
+}
+
+/// The ops that start a [`PointChain`]: those whose output is `f32` whatever the input.
+fn is_chain_entry(op: &ImageOp) -> bool {
+    matches!(
+        op,
+        ImageOp::ToUnitF32 | ImageOp::Normalize { .. } | ImageOp::Cast { dtype: DType::F32 }
+    )
+}
+
+/// The chain for `ops` (which [`is_chain_entry`] / [`is_chain_op`] accept), drawing the
+/// random parameters in list order as the ops themselves draw them.
+fn draw_chain(ops: &[ImageOp], rng: &mut ElementRng) -> Result<PointChain> {
+    let load = match ops.first() {
+        Some(ImageOp::ToUnitF32) => PointLoad::Unit,
+        _ => PointLoad::Cast,
+    };
+    let mut chain = Vec::with_capacity(ops.len());
+    for op in ops {
+        match op {
+            // After the first op the values are f32, which these keep as they are.
+            ImageOp::ToUnitF32 | ImageOp::Cast { .. } => {}
+            ImageOp::Normalize { mean, std, scale } => chain.push(PointOp::Normalize {
+                mean: mean.clone(),
+                std: std.clone(),
+                scale: *scale,
+            }),
+            ImageOp::RandomBrightness { max_delta } => chain.push(PointOp::Brightness(
+                color::draw_brightness(*max_delta, rng)?,
+            )),
+            ImageOp::RandomContrast { lower, upper } => chain.push(PointOp::Contrast(
+                color::draw_contrast(*lower, *upper, rng)?,
+            )),
+            other => unreachable!("not a chain op: {other:?}"),
+        }
+    }
+    Ok(PointChain { load, ops: chain })
+}
+
 /// Decodes a JPEG window drawn as [`geometry::random_crop`] draws it, decoding only the rows
-/// it needs; other formats decode whole and crop.
+/// it needs; other formats decode whole and crop. With `flip`, then draws a left-right flip
+/// with that probability as [`geometry::random_flip_left_right`] does, and mirrors the
+/// window in the same copy.
 fn decode_random_crop(
     data: &[u8],
     channels: Option<usize>,
     height: usize,
     width: usize,
+    flip: Option<f32>,
     rng: &mut ElementRng,
 ) -> Result<Tensor> {
+    if let Some(p) = flip {
+        geometry::probability("random_flip_left_right", p)?;
+    }
     let (w, h) = image::ImageReader::new(std::io::Cursor::new(data))
         .with_guessed_format()
         .map_err(|e| Error::Image(format!("cannot read the image header: {e}")))?
@@ -405,7 +552,14 @@ fn decode_random_crop(
     use rand::Rng;
     let y = rng.random_range(0..=h - height);
     let x = rng.random_range(0..=w - width);
-    decode::decode_and_crop(data, (y, x, height, width), channels)
+    let mirror = flip.is_some_and(|p| rng.random::<f32>() < p);
+    decode::decode_window(
+        data,
+        (y, x, height, width),
+        channels,
+        mirror,
+        &decode::DecodeLimits::default(),
+    )
 }
 
 impl Stage for ImageOpsSpec {
