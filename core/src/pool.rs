@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 /// Smallest buffer worth recycling.
-pub const MIN_POOLED_BYTES: usize = 256 << 10;
+pub const MIN_POOLED_BYTES: usize = 128 << 10;
 /// Most buffers kept per value type.
 pub const MAX_POOLED: usize = 16;
 /// Most bytes kept per value type.
@@ -24,7 +24,8 @@ mod sealed {
 }
 
 /// A value type whose buffers are recycled: `i32`, `i64`, `f32`, `f64` and byte strings
-/// (and `u8`, whose tensors are `Bytes` and are not recycled).
+/// (and `u8`, whose tensors are `Bytes`: recycled when built by `recycled_bytes`, as decoded
+/// image crops are).
 pub trait Poolable: Sized + Send + Sync + 'static + sealed::Sealed {
     #[doc(hidden)]
     fn pool() -> &'static Mutex<Vec<Vec<Self>>>;
@@ -84,6 +85,31 @@ pub(crate) fn take_filled<T: Poolable + Copy + Default>(len: usize) -> Vec<T> {
     vec![T::default(); len]
 }
 
+/// `v` as [`Bytes`] whose allocation goes back to the pool when the last reference drops
+/// (for `u8` tensors, such as decoded and cropped images).
+pub(crate) fn recycled_bytes(v: Vec<u8>) -> Bytes {
+    if bytes_of::<u8>(v.capacity()) >= MIN_POOLED_BYTES {
+        Bytes::from_owner(Recycled(v))
+    } else {
+        Bytes::from(v)
+    }
+}
+
+/// A byte vector that goes back to the pool when dropped.
+struct Recycled(Vec<u8>);
+
+impl AsRef<[u8]> for Recycled {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for Recycled {
+    fn drop(&mut self) {
+        give(std::mem::take(&mut self.0));
+    }
+}
+
 /// Keeps `v`'s allocation for reuse if it is large. When the pool is full, smaller buffers
 /// make room for a larger one (a batch buffer is worth more than an image's).
 pub(crate) fn give<T: Poolable>(mut v: Vec<T>) {
@@ -132,6 +158,25 @@ mod tests {
         give(again);
         let small: Vec<f64> = take(10);
         assert!(small.capacity() < n);
+    }
+
+    #[test]
+    fn recycled_bytes_come_back_to_the_pool() {
+        // No other test here uses u8 buffers of this size.
+        let n = MIN_POOLED_BYTES * 3 + 7;
+        let mut v: Vec<u8> = take(n);
+        v.resize(n, 9);
+        let ptr = v.as_ptr();
+        let bytes = recycled_bytes(v);
+        assert_eq!(bytes.len(), n);
+        assert!(bytes.iter().all(|&b| b == 9));
+        let clone = bytes.clone();
+        drop(bytes);
+        assert_eq!(clone.as_ptr(), ptr);
+        drop(clone);
+        let again: Vec<u8> = take(n);
+        assert_eq!(again.as_ptr(), ptr, "the allocation came back");
+        assert!(again.is_empty());
     }
 
     #[test]

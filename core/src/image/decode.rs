@@ -186,7 +186,11 @@ pub fn decode_image_with_limits(
 ) -> Result<Tensor> {
     check_channels(channels)?;
     let (h, w, c, pixels) = match detect_format(data)? {
-        ImageFormat::Jpeg => decode_jpeg(data, channels, limits, None)?,
+        ImageFormat::Jpeg => {
+            let mut pixels = Vec::new();
+            let (h, w, c) = decode_jpeg(data, channels, limits, None, &mut pixels)?;
+            (h, w, c, pixels)
+        }
         ImageFormat::Png => decode_png(data, channels, limits)?,
     };
     to_tensor(h, w, c, pixels)
@@ -227,48 +231,111 @@ pub(crate) fn decode_window(
     mirror: bool,
     limits: &DecodeLimits,
 ) -> Result<Tensor> {
-    check_channels(channels)?;
-    let (y, x, ch, cw) = crop;
-    let check_window = |h: usize, w: usize| -> Result<()> {
-        let inside = ch > 0
-            && cw > 0
-            && y.checked_add(ch).is_some_and(|end| end <= h)
-            && x.checked_add(cw).is_some_and(|end| end <= w);
+    let (y, x, height, width) = crop;
+    decode_window_with(data, channels, limits, &mut |h, w| {
+        let inside = height > 0
+            && width > 0
+            && y.checked_add(height).is_some_and(|end| end <= h)
+            && x.checked_add(width).is_some_and(|end| end <= w);
         if inside {
-            Ok(())
+            Ok(Window {
+                y,
+                x,
+                height,
+                width,
+                mirror,
+            })
         } else {
             Err(Error::Image(format!(
-                "crop window (y {y}, x {x}, height {ch}, width {cw}) is empty or not inside \
-                 the {w}x{h} image"
+                "crop window (y {y}, x {x}, height {height}, width {width}) is empty or not \
+                 inside the {w}x{h} image"
             )))
         }
-    };
-    let (_, w, c, pixels) = match detect_format(data)? {
-        ImageFormat::Jpeg => decode_jpeg(
-            data,
-            channels,
-            limits,
-            Some((&check_window, y.saturating_add(ch))),
-        )?,
+    })
+}
+
+/// A window of an image, chosen by [`decode_window_with`]'s caller once the image's size is
+/// known: rows `y..y + height`, columns `x..x + width`, mirrored left-right if `mirror`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) y: usize,
+    pub(crate) x: usize,
+    pub(crate) height: usize,
+    pub(crate) width: usize,
+    pub(crate) mirror: bool,
+}
+
+thread_local! {
+    /// The full-width rows a window is copied out of: reused from image to image on each
+    /// thread, so a crop decode allocates only its output.
+    static DECODE_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Decodes the window that `choose` picks given the image's (height, width), read from the
+/// header (for a JPEG, before any pixel is decoded; `choose` must return a window inside
+/// the image). For a baseline JPEG only the rows down to the window's bottom are decoded.
+pub(crate) fn decode_window_with(
+    data: &[u8],
+    channels: Option<usize>,
+    limits: &DecodeLimits,
+    choose: &mut dyn FnMut(usize, usize) -> Result<Window>,
+) -> Result<Tensor> {
+    check_channels(channels)?;
+    match detect_format(data)? {
+        ImageFormat::Jpeg => DECODE_SCRATCH.with(|scratch| {
+            // A re-entrant call (none today) would find the scratch borrowed: use a fresh one.
+            let mut fresh = Vec::new();
+            let mut guard = scratch.try_borrow_mut();
+            let pixels = match guard.as_deref_mut() {
+                Ok(v) => v,
+                Err(_) => &mut fresh,
+            };
+            let mut window = None;
+            let mut rows = |h: usize, w: usize| -> Result<usize> {
+                let win = choose(h, w)?;
+                window = Some(win);
+                Ok(win.y + win.height)
+            };
+            let (_, w, c) = decode_jpeg(data, channels, limits, Some(&mut rows), pixels)?;
+            let window = window.ok_or_else(|| {
+                Error::Image("invalid JPEG data: no frame header".to_string())
+            })?;
+            copy_window(pixels, w, c, window)
+        }),
         ImageFormat::Png => {
-            let decoded = decode_png(data, channels, limits)?;
-            check_window(decoded.0, decoded.1)?;
-            decoded
+            let (h, w, c, pixels) = decode_png(data, channels, limits)?;
+            let window = choose(h, w)?;
+            copy_window(&pixels, w, c, window)
         }
-    };
-    // `pixels` holds rows 0.. of width `w` (for a shortened JPEG, only the rows decoded).
-    let row = w * c;
-    let mut out = Vec::with_capacity(ch * cw * c);
-    for r in y..y + ch {
-        let start = r * row + x * c;
-        out.extend_from_slice(&pixels[start..start + cw * c]);
     }
-    if mirror {
-        for row in out.chunks_exact_mut(cw * c) {
+}
+
+/// The window's pixels out of full-width rows `pixels` (rows `0..` of width `w`, `c`
+/// channels), in a recycled buffer.
+fn copy_window(pixels: &[u8], w: usize, c: usize, win: Window) -> Result<Tensor> {
+    let row = w * c;
+    let (len, line) = (win.height * win.width * c, win.width * c);
+    if pixels.len() < (win.y + win.height) * row || win.x + win.width > w {
+        return Err(Error::Image(format!(
+            "crop window (y {}, x {}, height {}, width {}) is outside the decoded {w}-wide \
+             image",
+            win.y, win.x, win.height, win.width
+        )));
+    }
+    let mut out: Vec<u8> = crate::pool::take(len);
+    for r in win.y..win.y + win.height {
+        let start = r * row + win.x * c;
+        out.extend_from_slice(&pixels[start..start + line]);
+    }
+    if win.mirror {
+        for row in out.chunks_exact_mut(line) {
             mirror_row(row, c);
         }
     }
-    to_tensor(ch, cw, c, out)
+    Tensor::new(
+        &[win.height, win.width, c],
+        TensorData::U8(crate::pool::recycled_bytes(out)),
+    )
 }
 
 /// Reverses the order of the `c`-value pixels of `row`, keeping each pixel's channels.
@@ -372,20 +439,23 @@ fn to_tensor(h: usize, w: usize, c: usize, pixels: Vec<u8>) -> Result<Tensor> {
 /// hold fewer than `height` rows.
 type Decoded = (usize, usize, usize, Vec<u8>);
 
-/// For a crop: a check of the window against the image's (height, width), and the number of
-/// rows needed from the top.
-type CropRows<'a> = (&'a dyn Fn(usize, usize) -> Result<()>, usize);
-
 fn zune_err(e: zune_jpeg::errors::DecodeErrors) -> Error {
     Error::Image(format!("invalid JPEG data: {e}"))
 }
 
+/// For a crop: given the image's (height, width), checks (or chooses) the window and says
+/// how many rows from the top it needs.
+type CropRows<'a> = &'a mut dyn FnMut(usize, usize) -> Result<usize>;
+
+/// Decodes a JPEG into `out` (its length set to the bytes written: every row, or for a
+/// crop at least the rows it needs), returning (height, width, channels).
 fn decode_jpeg(
     data: &[u8],
     channels: Option<usize>,
     limits: &DecodeLimits,
     crop: Option<CropRows<'_>>,
-) -> Result<Decoded> {
+    out: &mut Vec<u8>,
+) -> Result<(usize, usize, usize)> {
     let options = DecoderOptions::new_safe()
         .set_strict_mode(true)
         .set_max_width(usize::from(u16::MAX))
@@ -414,28 +484,29 @@ fn decode_jpeg(
         Some(_) => (ColorSpace::RGB, 3, None),
     };
     let rows_needed = match crop {
-        Some((check_window, rows)) => {
-            check_window(h, w)?;
-            rows
-        }
-        None => h,
+        Some(rows) => Some(rows(h, w)?),
+        None => None,
     };
-    let pixels = match crop.and_then(|_| shortened_jpeg(data, h, rows_needed)) {
+    let short = rows_needed.and_then(|rows| shortened_jpeg(data, h, rows));
+    match short {
         Some((short, short_h)) => {
             let mut short_decoder = JpegDecoder::new_with_options(
                 ZCursor::new(&short[..]),
                 options.jpeg_set_out_colorspace(out_space),
             );
-            decode_into_vec(&mut short_decoder, short_h * w * out_channels)?
+            decode_into(&mut short_decoder, short_h * w * out_channels, out)?;
         }
         None => {
             decoder.set_options(options.jpeg_set_out_colorspace(out_space));
-            decode_into_vec(&mut decoder, h * w * out_channels)?
+            decode_into(&mut decoder, h * w * out_channels, out)?;
         }
-    };
+    }
     Ok(match then {
-        Some(to) => (h, w, to, convert_channels(pixels, out_channels, to)),
-        None => (h, w, out_channels, pixels),
+        Some(to) => {
+            *out = convert_channels(std::mem::take(out), out_channels, to);
+            (h, w, to)
+        }
+        None => (h, w, out_channels),
     })
 }
 
@@ -448,7 +519,7 @@ fn check_jpeg_end(data: &[u8]) -> Result<()> {
     let scan = first_scan(data).unwrap_or(2);
     let has_end = data
         .get(scan..)
-        .is_some_and(|rest| rest.windows(2).any(|m| m == [0xff, 0xd9]));
+        .is_some_and(|rest| rest.windows(2).rev().any(|m| m == [0xff, 0xd9]));
     if has_end {
         Ok(())
     } else {
@@ -478,7 +549,13 @@ fn first_scan(data: &[u8]) -> Option<usize> {
     }
 }
 
-fn decode_into_vec(decoder: &mut JpegDecoder<ZCursor<&[u8]>>, len: usize) -> Result<Vec<u8>> {
+/// Decodes into `out`, made `len` bytes long (a reused buffer is not zeroed first: the
+/// decoder writes every byte).
+fn decode_into(
+    decoder: &mut JpegDecoder<ZCursor<&[u8]>>,
+    len: usize,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     decoder.decode_headers().map_err(zune_err)?;
     if decoder.output_buffer_size() != Some(len) {
         return Err(Error::Image(format!(
@@ -486,9 +563,12 @@ fn decode_into_vec(decoder: &mut JpegDecoder<ZCursor<&[u8]>>, len: usize) -> Res
             decoder.output_buffer_size()
         )));
     }
-    let mut pixels = vec![0u8; len];
-    decoder.decode_into(&mut pixels).map_err(zune_err)?;
-    Ok(pixels)
+    if out.len() < len {
+        out.resize(len, 0);
+    } else {
+        out.truncate(len);
+    }
+    decoder.decode_into(out).map_err(zune_err)
 }
 
 /// A copy of a baseline JPEG whose frame header says the image is only as tall as needed to

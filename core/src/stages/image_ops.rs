@@ -403,45 +403,52 @@ impl ImageOpsSpec {
         let rows: Vec<Tensor> = (0..img.shape()[0])
             .map(|i| img.row(i))
             .collect::<Result<_>>()?;
-        let heads = rows
-            .par_iter()
-            .zip(rngs.par_iter_mut())
-            .map(|(row, rng)| self.run_head_and_draw(row, rng))
-            .collect::<Result<Vec<_>>>()?;
-        let direct = !matches!(self.ops.last(), Some(ImageOp::ToChw))
-            && heads.iter().all(|(_, chain)| chain.is_some());
-        if !direct || heads.is_empty() {
-            let done = heads
-                .into_par_iter()
-                .map(|(head, chain)| self.finish(head, chain.as_ref()))
+        let (start, end) = self.split();
+        let direct = start < end && !matches!(self.ops.last(), Some(ImageOp::ToChw));
+        if !direct || rows.is_empty() {
+            let done = rows
+                .par_iter()
+                .zip(rngs.par_iter_mut())
+                .map(|(row, rng)| self.run(row, rng))
                 .collect::<Result<Vec<_>>>()?;
             let refs: Vec<&Tensor> = done.iter().collect();
             return Tensor::stack(&refs);
         }
-        let shape = heads[0].0.shape().to_vec();
-        if let Some((bad, _)) = heads.iter().find(|(h, _)| h.shape() != shape.as_slice()) {
-            return Err(Error::invalid(format!(
-                "cannot batch tensors of shapes {:?} and {:?} (crop or resize to one size \
-                 first)",
-                shape,
-                bad.shape()
-            )));
-        }
+        // The first row fixes the shape of the batch's buffer; then every row is decoded,
+        // augmented and written into its place in one task, so only a few decoded images
+        // are alive at any time.
+        let (first_rng, rest_rngs) = rngs.split_first_mut().expect("rows is not empty");
+        let (head, chain) = self.run_head_and_draw(&rows[0], first_rng)?;
+        let chain = chain.expect("direct: the ops end in a chain");
+        let shape = head.shape().to_vec();
         let plane: usize = shape.iter().product();
-        let mut out: Vec<f32> = crate::pool::take_filled(plane * heads.len());
-        if plane > 0 {
-            out.par_chunks_mut(plane)
-                .zip(heads.par_iter())
-                .map(|(dst, (head, chain))| {
-                    chain
-                        .as_ref()
-                        .expect("checked: every row has a chain")
-                        .apply_into(head, dst)
-                })
-                .collect::<Result<()>>()?;
-        }
-        let mut batch_shape = vec![heads.len()];
+        let mut out: Vec<f32> = crate::pool::take_filled(plane * rows.len());
+        let mut batch_shape = vec![rows.len()];
         batch_shape.extend_from_slice(&shape);
+        if plane == 0 {
+            return Tensor::new(&batch_shape, TensorData::F32(out.into()));
+        }
+        let (first, rest) = out.split_at_mut(plane);
+        chain.apply_into(&head, first)?;
+        drop(head);
+        rest.par_chunks_mut(plane)
+            .zip(rows[1..].par_iter())
+            .zip(rest_rngs.par_iter_mut())
+            .map(|((dst, row), rng)| {
+                let (head, chain) = self.run_head_and_draw(row, rng)?;
+                if head.shape() != shape.as_slice() {
+                    return Err(Error::invalid(format!(
+                        "cannot batch tensors of shapes {:?} and {:?} (crop or resize to one \
+                         size first)",
+                        shape,
+                        head.shape()
+                    )));
+                }
+                chain
+                    .expect("direct: the ops end in a chain")
+                    .apply_into(&head, dst)
+            })
+            .collect::<Result<()>>()?;
         Tensor::new(&batch_shape, TensorData::F32(out.into()))
     }
 
@@ -538,27 +545,29 @@ fn decode_random_crop(
     if let Some(p) = flip {
         geometry::probability("random_flip_left_right", p)?;
     }
-    let (w, h) = image::ImageReader::new(std::io::Cursor::new(data))
-        .with_guessed_format()
-        .map_err(|e| Error::Image(format!("cannot read the image header: {e}")))?
-        .into_dimensions()
-        .map_err(|e| Error::Image(format!("cannot read the image header: {e}")))?;
-    let (h, w) = (h as usize, w as usize);
-    if height > h || width > w {
-        return Err(Error::Image(format!(
-            "random_crop of {height}x{width} is larger than the {h}x{w} image"
-        )));
-    }
-    use rand::Rng;
-    let y = rng.random_range(0..=h - height);
-    let x = rng.random_range(0..=w - width);
-    let mirror = flip.is_some_and(|p| rng.random::<f32>() < p);
-    decode::decode_window(
+    // The window is drawn once the decoder has read the image's size from its header.
+    decode::decode_window_with(
         data,
-        (y, x, height, width),
         channels,
-        mirror,
         &decode::DecodeLimits::default(),
+        &mut |h, w| {
+            if height > h || width > w {
+                return Err(Error::Image(format!(
+                    "random_crop of {height}x{width} is larger than the {h}x{w} image"
+                )));
+            }
+            use rand::Rng;
+            let y = rng.random_range(0..=h - height);
+            let x = rng.random_range(0..=w - width);
+            let mirror = flip.is_some_and(|p| rng.random::<f32>() < p);
+            Ok(decode::Window {
+                y,
+                x,
+                height,
+                width,
+                mirror,
+            })
+        },
     )
 }
 
