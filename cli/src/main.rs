@@ -10,6 +10,9 @@ use clap::{Parser, Subcommand};
 
 mod cat;
 mod common;
+mod convert;
+mod r#gen;
+mod image_records;
 mod verify;
 
 /// Inspect and verify TFRecord files.
@@ -37,6 +40,8 @@ struct Cli {
 enum Command {
     Cat(cat::CatArgs),
     Verify(verify::VerifyArgs),
+    Gen(r#gen::GenArgs),
+    Convert(convert::ConvertArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +49,8 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Cat(args) => cat::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::Gen(args) => r#gen::run(&args),
+        Command::Convert(args) => convert::run(&args),
     };
     match outcome {
         Ok(code) => code,
