@@ -33,7 +33,8 @@ Records go round-robin to --shards files named {name}.tfrecord-00000-of-0000K (5
 indices, as TensorFlow names shards) in --out, which is created if needed, with labels.txt \
 beside them (one class name per line; line i, counting from 0, is label i). The files are \
 uncompressed TFRecords. The output depends only on the options: the same --seed gives \
-byte-identical files, whatever the number of threads.
+byte-identical files, whatever the number of threads (on one platform: the waves use the \
+system's sine and cosine, which may differ in the last bit elsewhere).
 
 A one-line summary (files, records, bytes) is printed on stdout.",
     after_help = "\
