@@ -77,6 +77,18 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A pipeline file is malformed (TOML syntax, an unknown key, a wrong type) or holds an
+    /// impossible value. Raised before anything runs; `location` is the 1-based line and
+    /// column of the offending key or value when the file's text is known.
+    #[error("{}: {message}", located(origin, *location))]
+    PipelineFile {
+        /// The file's path, or `<string>` for text given directly.
+        origin: String,
+        /// Line and column (1-based), when known.
+        location: Option<(usize, usize)>,
+        /// What is wrong, with the closest valid key for a misspelt one.
+        message: String,
+    },
     /// A worker thread panicked (a bug in a closure); the pipeline stops.
     #[error("{stage}: a worker panicked: {message}")]
     Panic {
@@ -85,6 +97,13 @@ pub enum Error {
         /// The panic's message.
         message: String,
     },
+}
+
+fn located(origin: &str, location: Option<(usize, usize)>) -> String {
+    match location {
+        Some((line, column)) => format!("{origin}:{line}:{column}"),
+        None => origin.to_string(),
+    }
 }
 
 fn describe(element: Option<ElementId>, provenance: Option<&Provenance>) -> String {

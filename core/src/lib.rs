@@ -37,6 +37,7 @@
 //! - Randomness is keyed by (seed, epoch, stage, element id) ([`rng`]): a seed fixes every
 //!   batch bit for bit, at any parallelism.
 //! - [`Dataset::stats`] gives per-stage statistics and names the bottleneck.
+//! - [`pipeline_file`]: a whole pipeline as a TOML file ([`pipeline_file::PipelineFile`]).
 // One `unsafe` block: calling the AVX2 build of the point-chain kernel after checking the
 // CPU has AVX2 (core/src/image/pointwise.rs).
 #![deny(unsafe_code)]
@@ -49,6 +50,7 @@ mod error;
 pub mod executor;
 pub mod image;
 mod options;
+pub mod pipeline_file;
 pub mod pool;
 pub mod rng;
 pub mod sources;

@@ -1,0 +1,318 @@
+//! Reading a pipeline file's TOML: each table deserialized on its own so that every error
+//! keeps the span of the key or value it is about, turned into a line and column, with the
+//! closest valid name for a misspelt key, stage kind or op.
+
+use std::ops::Range;
+
+use serde::Deserialize;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue, ValueDeserializer};
+
+use crate::error::{Error, Result};
+use crate::stages::batch::BatchSpec;
+use crate::stages::image_ops::ImageOpsSpec;
+use crate::stages::interleave::InterleaveSpec;
+use crate::stages::repeat::RepeatSpec;
+use crate::stages::shard::ShardSpec;
+use crate::stages::shuffle::ShuffleSpec;
+use crate::stages::skip::SkipSpec;
+use crate::stages::take::TakeSpec;
+use crate::stages::unbatch::UnbatchSpec;
+
+use super::validate::Seg;
+use super::{OptionsSpec, PipelineFile, SourceSpec, StageSpec};
+
+/// The top-level keys of a pipeline file.
+const TOP_KEYS: &[&str] = &["name", "description", "source", "options", "stage"];
+
+/// Reads and validates a pipeline file's text; `origin` names it in errors.
+pub(super) fn parse(text: &str, origin: &str) -> Result<PipelineFile> {
+    let loader = Loader { text, origin };
+    let root = DeTable::parse(text).map_err(|e| loader.toml_error(&e, ""))?;
+    let root_span = root.span();
+    let table = root.get_ref();
+    for (key, _) in table.iter() {
+        let k: &str = key.get_ref();
+        if !TOP_KEYS.contains(&k) {
+            let mut message = format!(
+                "unknown top-level key `{k}`, expected one of {}",
+                quoted(TOP_KEYS)
+            );
+            if let Some(s) = closest(k, TOP_KEYS.iter().copied()) {
+                message.push_str(&format!("; did you mean `{s}`?"));
+            }
+            return Err(loader.error(Some(key.span()), message));
+        }
+    }
+    let text_of = |key: &str| -> Result<Option<String>> {
+        table
+            .get(key)
+            .map(|v| loader.de::<String>(v, &format!("`{key}`: ")))
+            .transpose()
+    };
+    let name = text_of("name")?;
+    let description = text_of("description")?;
+    let source = match table.get("source") {
+        Some(v) => loader.de::<SourceSpec>(v, "[source]: ")?,
+        None => {
+            return Err(loader.error(
+                Some(root_span.start..root_span.start),
+                "missing the [source] table (which files to read)".to_string(),
+            ));
+        }
+    };
+    let options = match table.get("options") {
+        Some(v) => loader.de::<OptionsSpec>(v, "[options]: ")?,
+        None => OptionsSpec::default(),
+    };
+    let stages = match table.get("stage") {
+        None => Vec::new(),
+        Some(v) => match v.get_ref() {
+            DeValue::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| loader.stage(i, item))
+                .collect::<Result<Vec<_>>>()?,
+            _ => {
+                return Err(loader.error(
+                    Some(v.span()),
+                    "`stage` must be an array of tables: write each stage as a [[stage]] table"
+                        .to_string(),
+                ));
+            }
+        },
+    };
+    let file = PipelineFile {
+        name,
+        description,
+        source,
+        options,
+        stages,
+    };
+    file.check()
+        .map_err(|p| loader.error(span_of(&root, &p.path), p.message))?;
+    Ok(file)
+}
+
+struct Loader<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Loader<'_> {
+    fn error(&self, span: Option<Range<usize>>, message: String) -> Error {
+        Error::PipelineFile {
+            origin: self.origin.to_string(),
+            location: span.map(|s| line_column(self.text, s.start)),
+            message,
+        }
+    }
+
+    /// A toml error as [`Error::PipelineFile`]: its span as a line and column, friendlier
+    /// wording for untagged values, and the closest name for an unknown one.
+    fn toml_error(&self, e: &toml::de::Error, context: &str) -> Error {
+        let mut message = e.message().trim().to_string();
+        for (needle, better) in [
+            (
+                "untagged enum NumParallel",
+                "`num_parallel` takes a number of threads or \"auto\"",
+            ),
+            (
+                "untagged enum BufferSize",
+                "`buffer_size` takes a number of elements or \"auto\"",
+            ),
+            (
+                "untagged enum PadValue",
+                "a padding value is a number or a string",
+            ),
+        ] {
+            if message.contains(needle) {
+                message = better.to_string();
+            }
+        }
+        if let Some(s) = suggestion(&message) {
+            message.push_str(&format!("; did you mean `{s}`?"));
+        }
+        self.error(e.span(), format!("{context}{message}"))
+    }
+
+    fn de<'i, T: Deserialize<'i>>(&self, value: &Spanned<DeValue<'i>>, context: &str) -> Result<T> {
+        T::deserialize(ValueDeserializer::from(value.clone()))
+            .map_err(|e| self.toml_error(&e, context))
+    }
+
+    /// One `[[stage]]` table: its `kind`, then the kind's parameters.
+    fn stage(&self, i: usize, item: &Spanned<DeValue<'_>>) -> Result<StageSpec> {
+        let DeValue::Table(table) = item.get_ref() else {
+            return Err(self.error(
+                Some(item.span()),
+                format!("stage {}: a stage is a table with a `kind`", i + 1),
+            ));
+        };
+        let Some(kind) = table.get("kind") else {
+            return Err(self.error(
+                Some(item.span()),
+                format!(
+                    "stage {}: missing `kind`, one of {}",
+                    i + 1,
+                    quoted(StageSpec::KINDS)
+                ),
+            ));
+        };
+        let Some(k) = kind.get_ref().as_str() else {
+            return Err(self.error(
+                Some(kind.span()),
+                format!("stage {}: `kind` must be a string", i + 1),
+            ));
+        };
+        let mut params = table.clone();
+        params.remove("kind");
+        let params = Spanned::new(item.span(), DeValue::Table(params));
+        let context = format!("stage {} ({k}): ", i + 1);
+        let v = &params;
+        Ok(match k {
+            "shard" => StageSpec::Shard(self.de::<ShardSpec>(v, &context)?),
+            "interleave" => StageSpec::Interleave(self.de::<InterleaveSpec>(v, &context)?),
+            "parse_example" => StageSpec::ParseExample(self.de(v, &context)?),
+            "shuffle" => StageSpec::Shuffle(self.de::<ShuffleSpec>(v, &context)?),
+            "repeat" => StageSpec::Repeat(self.de::<RepeatSpec>(v, &context)?),
+            "take" => StageSpec::Take(self.de::<TakeSpec>(v, &context)?),
+            "skip" => StageSpec::Skip(self.de::<SkipSpec>(v, &context)?),
+            "batch" => StageSpec::Batch(self.de::<BatchSpec>(v, &context)?),
+            "padded_batch" => StageSpec::PaddedBatch(self.de(v, &context)?),
+            "unbatch" => StageSpec::Unbatch(self.de::<UnbatchSpec>(v, &context)?),
+            "cache" => StageSpec::Cache(self.de(v, &context)?),
+            "prefetch" => StageSpec::Prefetch(self.de(v, &context)?),
+            "image_ops" => StageSpec::ImageOps(self.de::<ImageOpsSpec>(v, &context)?),
+            other => {
+                let mut message = format!(
+                    "stage {}: unknown stage kind `{other}`, expected one of {}",
+                    i + 1,
+                    quoted(StageSpec::KINDS)
+                );
+                if let Some(s) = closest(other, StageSpec::KINDS.iter().copied()) {
+                    message.push_str(&format!("; did you mean `{s}`?"));
+                }
+                if matches!(other, "map" | "filter") {
+                    message
+                        .push_str(" (map and filter take Rust code: build them with the Rust API)");
+                }
+                return Err(self.error(Some(kind.span()), message));
+            }
+        })
+    }
+}
+
+/// The span of the deepest part of `path` present in the file (a default value is not in
+/// the file: its table is named instead).
+fn span_of(root: &Spanned<DeTable<'_>>, path: &[Seg]) -> Option<Range<usize>> {
+    let mut best = root.span();
+    let Some((Seg::Key(first), rest)) = path.split_first() else {
+        return Some(best);
+    };
+    let Some(mut current) = root.get_ref().get(first.as_str()) else {
+        return Some(best);
+    };
+    best = current.span();
+    for seg in rest {
+        let next = match seg {
+            Seg::Key(k) => current.get_ref().get(k.as_str()),
+            Seg::Index(i) => current.get_ref().get(*i),
+        };
+        match next {
+            Some(v) => {
+                current = v;
+                best = v.span();
+            }
+            None => break,
+        }
+    }
+    Some(best)
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub(super) fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// For serde's "unknown field `x`, expected one of `a`, `b`" and "unknown variant ..."
+/// messages: the valid name closest to `x`.
+fn suggestion(message: &str) -> Option<&str> {
+    let rest = message
+        .strip_prefix("unknown field ")
+        .or_else(|| message.strip_prefix("unknown variant "))?;
+    let quoted: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let (typo, candidates) = quoted.split_first()?;
+    closest(typo, candidates.iter().copied())
+}
+
+/// The candidate closest to `typo` (Damerau-Levenshtein), if close enough to be what was
+/// meant: at most a third of the longer name differs, or one contains the other.
+pub(super) fn closest<'a>(
+    typo: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let lower = typo.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(&lower, c), c))
+        .filter(|(d, c)| {
+            let longest = lower.chars().count().max(c.chars().count());
+            *d <= (longest / 3).max(1)
+                || (lower.len() >= 3 && (c.contains(lower.as_str()) || lower.contains(c)))
+        })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_count_characters() {
+        let text = "a = 1\nbé = 2\n";
+        assert_eq!(line_column(text, 0), (1, 1));
+        assert_eq!(line_column(text, 6), (2, 1));
+        assert_eq!(line_column(text, text.find('=').unwrap()), (1, 3));
+        assert_eq!(line_column(text, text.rfind('=').unwrap()), (2, 4));
+    }
+
+    #[test]
+    fn misspellings_find_the_intended_name() {
+        let fields = [
+            "batch_size",
+            "drop_remainder",
+            "num_parallel",
+            "deterministic",
+        ];
+        assert_eq!(closest("batchsize", fields), Some("batch_size"));
+        assert_eq!(closest("size", fields), Some("batch_size"));
+        assert_eq!(closest("Drop_Remainder", fields), Some("drop_remainder"));
+        assert_eq!(closest("workers", fields), None);
+        assert_eq!(
+            suggestion("unknown field `num_paralel`, expected one of `batch_size`, `num_parallel`"),
+            Some("num_parallel")
+        );
+        assert_eq!(
+            suggestion("unknown variant `random_crp`, expected `random_crop` or `decode`"),
+            Some("random_crop")
+        );
+        assert_eq!(
+            suggestion("invalid type: string \"x\", expected usize"),
+            None
+        );
+    }
+}

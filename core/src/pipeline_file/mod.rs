@@ -1,0 +1,540 @@
+//! Pipeline files: a whole pipeline (source, stages, options) as a TOML file, checked before
+//! anything runs. `sluice run PIPELINE.toml` runs one; Rust programs load one with
+//! [`PipelineFile::load`] and get the same [`Dataset`] as the builder API would give.
+//!
+//! ```toml
+//! name = "augment"
+//!
+//! [source]
+//! dir = "data"
+//! files = ["train.tfrecord-*"]
+//!
+//! [options]
+//! seed = 42
+//!
+//! [[stage]]
+//! kind = "interleave"
+//! cycle_length = 4
+//! num_parallel = "auto"
+//!
+//! [[stage]]
+//! kind = "parse_example"
+//! features.image = { dtype = "string" }
+//! features.label = { dtype = "int64" }
+//!
+//! [[stage]]
+//! kind = "image_ops"
+//! num_parallel = "auto"
+//! ops = [
+//!   { op = "decode", channels = 3 },
+//!   { op = "random_crop", height = 224, width = 224 },
+//!   { op = "random_flip_left_right", p = 0.5 },
+//! ]
+//!
+//! [[stage]]
+//! kind = "batch"
+//! batch_size = 64
+//! ```
+//!
+//! The full reference, every key with its type and default, is `docs/pipeline-format.md`
+//! in the repository; `examples/pipelines/` holds working files.
+//!
+//! - What the user wrote is a [`PipelineFile`] (serde: [`SourceSpec`], [`OptionsSpec`], a
+//!   list of [`StageSpec`]); [`PipelineFile::build`] turns it into the [`Dataset`] that runs.
+//! - Unknown keys, wrong types and impossible values (a batch size of 0, a probability
+//!   outside [0, 1], a crop larger than the image an earlier resize made, ...) are
+//!   [`Error::PipelineFile`] with the line and column, and for a misspelt name the closest
+//!   valid one (`did you mean `batch_size`?`).
+//! - `map` and `filter` take Rust closures and `zip` / `concatenate` / `sample_from` take
+//!   several pipelines, so a file cannot express them; plugin stages (WASM or native
+//!   transforms with a config table) will join the format with the plugin hosts.
+//!
+//! A runnable example, on the image fixtures beside the repository:
+//!
+//! ```
+//! use sluice_core::pipeline_file::PipelineFile;
+//!
+//! # fn main() -> sluice_core::Result<()> {
+//! let toml = r#"
+//!     [source]
+//!     files = ["images.tfrecord-*"]
+//!
+//!     [options]
+//!     seed = 7
+//!
+//!     [[stage]]
+//!     kind = "parse_example"
+//!     features.image = { dtype = "string" }
+//!     features.label = { dtype = "int64" }
+//!
+//!     [[stage]]
+//!     kind = "image_ops"
+//!     ops = [{ op = "decode", channels = 3 }, { op = "resize", height = 16, width = 16 }]
+//!
+//!     [[stage]]
+//!     kind = "batch"
+//!     batch_size = 8
+//! "#;
+//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/tfrecord");
+//! let pipeline = PipelineFile::from_toml(toml)?.with_data_dir(fixtures);
+//! let mut images = 0;
+//! for batch in pipeline.build()?.iter()? {
+//!     let batch = batch?;
+//!     assert_eq!(batch.tensor("image").unwrap().shape(), &[8, 16, 16, 3]);
+//!     images += 8;
+//! }
+//! assert_eq!(images, 32);
+//!
+//! // Mistakes are caught before anything runs, with the line and column.
+//! let err = PipelineFile::from_toml("[source]\nfiles = ['x']\n[[stage]]\nkind = 'batch'\nbatchsize = 8\n")
+//!     .unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "<string>:5:1: stage 1 (batch): unknown field `batchsize`, expected one of \
+//!      `batch_size`, `drop_remainder`, `num_parallel`, `deterministic`; did you mean `batch_size`?"
+//! );
+//! # Ok(())
+//! # }
+//! ```
+
+mod load;
+mod options;
+mod source;
+mod stage;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::sources::files::FilesSpec;
+
+pub use options::{ByteSize, OptionsSpec};
+pub use source::SourceSpec;
+pub use stage::{
+    CacheEntry, FeatureEntry, FeatureKind, PadDim, PaddedBatchEntry, ParseExampleEntry,
+    PrefetchEntry, StageSpec,
+};
+
+use validate::{PathDisplay, Problem, Seg};
+
+/// A whole pipeline as written in a pipeline file: what to read, the stages in order, and
+/// the options. [`PipelineFile::build`] makes the [`Dataset`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineFile {
+    /// A name for reports (optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A description (optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The `[source]` table.
+    pub source: SourceSpec,
+    /// The `[options]` table (default: every option at its default).
+    #[serde(default)]
+    pub options: OptionsSpec,
+    /// The `[[stage]]` tables, in order.
+    #[serde(default, rename = "stage")]
+    pub stages: Vec<StageSpec>,
+}
+
+impl PipelineFile {
+    /// A pipeline reading `source` with no stages and default options.
+    pub fn new(source: SourceSpec) -> Self {
+        PipelineFile {
+            name: None,
+            description: None,
+            source,
+            options: OptionsSpec::default(),
+            stages: Vec::new(),
+        }
+    }
+
+    /// Reads and checks the pipeline file at `path`. Errors name the file, line and column.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml_named(&text, &path.display().to_string())
+    }
+
+    /// Reads and checks a pipeline from TOML text; errors name it `<string>`.
+    pub fn from_toml(text: &str) -> Result<Self> {
+        Self::from_toml_named(text, "<string>")
+    }
+
+    /// Reads and checks a pipeline from TOML text; errors name it `origin`.
+    pub fn from_toml_named(text: &str, origin: &str) -> Result<Self> {
+        load::parse(text, origin)
+    }
+
+    /// This pipeline with the source's [`dir`](SourceSpec::dir) replaced by `dir` (what
+    /// `sluice run --data DIR` does): relative file patterns are then looked up in `dir`.
+    pub fn with_data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.source.dir = Some(dir.into());
+        self
+    }
+
+    /// Checks every value (also done by [`PipelineFile::build`]), for a pipeline made in
+    /// Rust rather than read from a file. The error names the key, e.g. `stage[2].batch_size`.
+    pub fn validate(&self) -> Result<()> {
+        self.check().map_err(|p| Error::PipelineFile {
+            origin: self
+                .name
+                .clone()
+                .unwrap_or_else(|| "<pipeline>".to_string()),
+            location: None,
+            message: format!("{}: {}", PathDisplay(&p.path), p.message),
+        })
+    }
+
+    /// Whether the pipeline's elements are batches: the last of its `batch`,
+    /// `padded_batch` and `unbatch` stages is a batch.
+    pub fn output_is_batched(&self) -> bool {
+        self.stages
+            .iter()
+            .rev()
+            .find_map(|s| match s {
+                StageSpec::Batch(_) | StageSpec::PaddedBatch(_) => Some(true),
+                StageSpec::Unbatch(_) => Some(false),
+                _ => None,
+            })
+            .unwrap_or(false)
+    }
+
+    /// Builds the [`Dataset`]: checks the values, resolves the file patterns (a pattern
+    /// matching nothing is [`Error::NoMatch`]), and chains the stages in order with the
+    /// options. Each `iter()` of the result runs one epoch.
+    pub fn build(&self) -> Result<Dataset> {
+        self.validate()?;
+        let files = Dataset::files_with(FilesSpec {
+            patterns: self.source.patterns(),
+            shuffle: self.source.shuffle_files,
+        })?;
+        let mut dataset = files.read_tfrecord(self.source.reader());
+        for stage in &self.stages {
+            dataset = stage.apply(&dataset);
+        }
+        Ok(dataset.with_options(self.options.to_options()))
+    }
+
+    /// Every check, with the path of the offending key.
+    fn check(&self) -> Result<(), Problem> {
+        self.source.check()?;
+        self.options.check()?;
+        let mut reading_files = true;
+        for (i, stage) in self.stages.iter().enumerate() {
+            let base = [Seg::key("stage"), Seg::Index(i)];
+            stage.check(&base)?;
+            match stage {
+                StageSpec::Shard(_) => {}
+                StageSpec::Interleave(_) if reading_files => reading_files = false,
+                StageSpec::Interleave(_) => {
+                    return Err(Problem::new(
+                        base.to_vec(),
+                        "interleave: reads the source's files, so it must come right after the \
+                         source (or after `shard`), and only once",
+                    ));
+                }
+                _ => reading_files = false,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::NumParallel;
+    use crate::stages::batch::BatchSpec;
+    use crate::stages::image_ops::ImageOp;
+    use crate::stages::parse_example::FeatureType;
+    use crate::stages::prefetch::BufferSize;
+
+    const AUGMENT: &str = r#"
+name = "augment"
+description = "tfdata_baseline.py's augment pipeline"
+
+[source]
+dir = "data"
+files = ["train.tfrecord-*"]
+compression = "none"
+shuffle_files = true
+
+[options]
+seed = 42
+cpu_budget = 2
+ram_budget = "1GiB"
+error_policy = "skip"
+
+[[stage]]
+kind = "interleave"
+cycle_length = 4
+num_parallel = "auto"
+
+[[stage]]
+kind = "parse_example"
+features.image = { dtype = "string" }
+features.label = { dtype = "int64", default = -1 }
+features.tags = { dtype = "bytes", kind = "var_len" }
+
+[[stage]]
+kind = "image_ops"
+num_parallel = 2
+ops = [
+  { op = "decode", channels = 3 },
+  { op = "random_crop", height = 224, width = 224 },
+  { op = "random_flip_left_right", p = 0.5 },
+  { op = "to_unit_f32" },
+  { op = "random_brightness", max_delta = 0.1 },
+  { op = "random_contrast", lower = 0.75, upper = 1.5 },
+  { op = "normalize", mean = [0.5, 0.5, 0.5], std = [0.25, 0.25, 0.25] },
+]
+
+[[stage]]
+kind = "batch"
+batch_size = 64
+
+[[stage]]
+kind = "prefetch"
+"#;
+
+    fn err(text: &str) -> (Option<(usize, usize)>, String) {
+        match PipelineFile::from_toml(text).unwrap_err() {
+            Error::PipelineFile {
+                origin,
+                location,
+                message,
+            } => {
+                assert_eq!(origin, "<string>");
+                (location, message)
+            }
+            other => panic!("not a pipeline file error: {other:?}"),
+        }
+    }
+
+    const SRC: &str = "[source]\nfiles = ['x']\n";
+
+    #[test]
+    fn the_augment_pipeline_reads_into_specs() {
+        let p = PipelineFile::from_toml(AUGMENT).unwrap();
+        assert_eq!(p.name.as_deref(), Some("augment"));
+        assert_eq!(p.source.patterns(), ["data/train.tfrecord-*"]);
+        assert!(p.source.shuffle_files);
+        let o = p.options.to_options();
+        assert_eq!(o.seed, Some(42));
+        assert_eq!(o.cpu_budget, 2);
+        assert_eq!(o.ram_budget_bytes, 1 << 30);
+        assert_eq!(o.error_policy, crate::ErrorPolicy::Skip);
+        let kinds: Vec<_> = p.stages.iter().map(|s| s.kind()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "interleave",
+                "parse_example",
+                "image_ops",
+                "batch",
+                "prefetch"
+            ]
+        );
+        let StageSpec::Interleave(i) = &p.stages[0] else {
+            unreachable!()
+        };
+        assert_eq!((i.cycle_length, i.num_parallel), (4, NumParallel::Auto));
+        let StageSpec::ParseExample(pe) = &p.stages[1] else {
+            unreachable!()
+        };
+        assert_eq!(pe.features["tags"].kind, FeatureKind::VarLen);
+        assert_eq!(pe.features["tags"].dtype, FeatureType::String);
+        assert_eq!(
+            pe.features["label"].default,
+            Some(vec![crate::stages::padded_batch::PadValue::Int(-1)])
+        );
+        let StageSpec::ImageOps(ops) = &p.stages[2] else {
+            unreachable!()
+        };
+        assert_eq!(ops.ops.len(), 7);
+        assert_eq!(ops.ops[0], ImageOp::Decode { channels: Some(3) });
+        assert_eq!(ops.num_parallel, NumParallel::Fixed(2));
+        assert_eq!(p.stages[3], StageSpec::Batch(BatchSpec::new(64)));
+        assert_eq!(
+            p.stages[4],
+            StageSpec::Prefetch(PrefetchEntry {
+                buffer_size: BufferSize::Auto
+            })
+        );
+        assert!(p.output_is_batched());
+    }
+
+    #[test]
+    fn toml_syntax_errors_have_a_line_and_column() {
+        let (loc, msg) = err("[source]\nfiles = ['x'\n");
+        assert_eq!(loc.map(|l| l.0), Some(2), "{msg}");
+    }
+
+    #[test]
+    fn an_unknown_stage_key_names_its_line_and_the_closest_key() {
+        let text = format!("{SRC}\n[[stage]]\nkind = \"batch\"\nbatch_sise = 64\n");
+        let (loc, msg) = err(&text);
+        assert_eq!(loc, Some((6, 1)));
+        assert!(
+            msg.starts_with("stage 1 (batch): unknown field `batch_sise`"),
+            "{msg}"
+        );
+        assert!(msg.ends_with("did you mean `batch_size`?"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_kinds_ops_and_top_level_keys_get_suggestions() {
+        let (loc, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"bach\"\nbatch_size = 1\n"
+        ));
+        assert_eq!(loc, Some((4, 8)));
+        assert!(msg.contains("unknown stage kind `bach`"), "{msg}");
+        assert!(msg.ends_with("did you mean `batch`?"), "{msg}");
+
+        let (loc, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"image_ops\"\nops = [\n  {{ op = \"decode\" }},\n  {{ op = \"random_crp\", height = 2, width = 2 }},\n]\n"
+        ));
+        assert_eq!(loc.map(|l| l.0), Some(7), "{msg}");
+        assert!(msg.contains("did you mean `random_crop`?"), "{msg}");
+
+        let (loc, msg) = err(&format!("{SRC}[[stages]]\nkind = \"batch\"\n"));
+        assert_eq!(loc, Some((3, 3)));
+        assert!(msg.ends_with("did you mean `stage`?"), "{msg}");
+
+        let (_, msg) = err("[source]\nfiles = ['x']\nshuffle = true\n");
+        assert!(
+            msg.starts_with("[source]: unknown field `shuffle`"),
+            "{msg}"
+        );
+        assert!(msg.ends_with("did you mean `shuffle_files`?"), "{msg}");
+
+        let (_, msg) = err(&format!("{SRC}[[stage]]\nkind = \"map\"\n"));
+        assert!(msg.contains("Rust API"), "{msg}");
+    }
+
+    #[test]
+    fn wrong_types_point_at_the_value() {
+        let (loc, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"batch\"\nbatch_size = \"64\"\n"
+        ));
+        assert_eq!(loc, Some((5, 14)), "{msg}");
+        assert!(msg.contains("invalid type: string \"64\""), "{msg}");
+
+        let (loc, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"interleave\"\nnum_parallel = \"many\"\n"
+        ));
+        assert_eq!(loc.map(|l| l.0), Some(5), "{msg}");
+        assert!(msg.contains("a number of threads or \"auto\""), "{msg}");
+
+        let (_, msg) = err("[source]\nfiles = ['x']\n[options]\nram_budget = \"2 parsecs\"\n");
+        assert!(msg.contains("unknown unit"), "{msg}");
+    }
+
+    #[test]
+    fn impossible_values_point_at_their_key() {
+        let (loc, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"batch\"\nbatch_size = 0\n"
+        ));
+        assert_eq!(loc, Some((5, 14)), "{msg}");
+        assert_eq!(msg, "batch: `batch_size` must be at least 1");
+
+        let (loc, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"image_ops\"\nops = [{{ op = \"random_flip_up_down\", p = 1.5 }}]\n"
+        ));
+        assert_eq!(loc.map(|l| l.0), Some(5), "{msg}");
+        assert!(msg.contains("within [0, 1], got 1.5"), "{msg}");
+
+        let (loc, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"shard\"\nnum_shards = 2\nindex = 2\n"
+        ));
+        assert_eq!(loc, Some((6, 9)), "{msg}");
+
+        let (loc, msg) = err("[source]\nfiles = ['x']\n[options]\ncpu_budget = 0\n");
+        assert_eq!(loc, Some((4, 14)), "{msg}");
+
+        let (_, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"parse_example\"\nfeatures.v = {{ dtype = \"float\", shape = [2], default = [1.0, 2.0, 3.0] }}\n"
+        ));
+        assert!(msg.contains("needs 1 or 2 values, got 3"), "{msg}");
+
+        let (_, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"parse_example\"\nfeatures.v = {{ dtype = \"int64\", default = \"x\" }}\n"
+        ));
+        assert!(msg.contains("does not fit"), "{msg}");
+    }
+
+    #[test]
+    fn interleave_must_read_the_source() {
+        let (loc, msg) = err(&format!(
+            "{SRC}[[stage]]\nkind = \"take\"\ncount = 1\n[[stage]]\nkind = \"interleave\"\n"
+        ));
+        assert_eq!(loc.map(|l| l.0), Some(6), "{msg}");
+        assert!(msg.contains("right after the source"), "{msg}");
+        PipelineFile::from_toml(&format!(
+            "{SRC}[[stage]]\nkind = \"shard\"\nnum_shards = 2\nindex = 0\n[[stage]]\nkind = \"interleave\"\n"
+        ))
+        .unwrap();
+    }
+
+    #[test]
+    fn missing_source_and_missing_kind_are_reported() {
+        let (loc, msg) = err("[options]\nseed = 1\n");
+        assert_eq!(loc, Some((1, 1)));
+        assert!(msg.contains("missing the [source] table"), "{msg}");
+        let (_, msg) = err(&format!("{SRC}[[stage]]\nbatch_size = 3\n"));
+        assert!(msg.contains("missing `kind`"), "{msg}");
+        let (_, msg) = err(&format!("{SRC}[[stage]]\nkind = \"batch\"\n"));
+        assert!(msg.contains("missing field `batch_size`"), "{msg}");
+    }
+
+    #[test]
+    fn padded_batch_cache_and_files_as_one_string() {
+        let p = PipelineFile::from_toml(
+            "[source]\nfiles = 'a.tfrecord'\n[[stage]]\nkind = 'padded_batch'\nbatch_size = 2\n\
+             padded_shapes = { tokens = [8], mask = ['max', 3] }\npadding_values = { tokens = -1 }\n\
+             [[stage]]\nkind = 'unbatch'\n[[stage]]\nkind = 'cache'\ndirectory = 'c'\n[[stage]]\nkind = 'cache'\n",
+        )
+        .unwrap();
+        assert_eq!(p.source.files, ["a.tfrecord"]);
+        let StageSpec::PaddedBatch(pb) = &p.stages[0] else {
+            unreachable!()
+        };
+        let spec = pb.to_spec();
+        assert_eq!(spec.padded_shapes["tokens"], [Some(8)]);
+        assert_eq!(spec.padded_shapes["mask"], [None, Some(3)]);
+        assert_eq!(
+            p.stages[2],
+            StageSpec::Cache(CacheEntry {
+                directory: Some("c".into())
+            })
+        );
+        assert_eq!(p.stages[3], StageSpec::Cache(CacheEntry::default()));
+        assert!(!p.output_is_batched());
+    }
+
+    #[test]
+    fn a_pipeline_made_in_rust_is_validated_with_key_paths() {
+        let mut p = PipelineFile::new(SourceSpec::new(["x"]));
+        p.stages.push(StageSpec::Batch(BatchSpec::new(0)));
+        let e = p.build().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "<pipeline>: stage[0].batch_size: batch: `batch_size` must be at least 1"
+        );
+    }
+
+    #[test]
+    fn the_specs_also_deserialize_from_other_formats() {
+        let json = r#"{"source": {"files": ["x"]}, "stage": [{"kind": "batch", "batch_size": 4}]}"#;
+        let p: PipelineFile = serde_json::from_str(json).unwrap();
+        assert_eq!(p.stages, [StageSpec::Batch(BatchSpec::new(4))]);
+    }
+}

@@ -1,0 +1,161 @@
+//! `[source]`: the TFRecord files a pipeline reads.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use sluice_proto::tfrecord::Compression;
+
+use crate::sources::tfrecord::{TfRecordSpec, compression_str};
+
+use super::validate::{Problem, Seg};
+
+/// The `[source]` table: TFRecord files, by glob pattern or path.
+///
+/// ```toml
+/// [source]
+/// dir = "data"                      # optional; `sluice run --data DIR` replaces it
+/// files = ["train.tfrecord-*"]      # or one string
+/// compression = "auto"              # auto | none | gzip | zlib
+/// shuffle_files = false             # reshuffle the file list each epoch (seeded)
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    /// Glob patterns or plain paths (one string or a list). Relative ones are under
+    /// [`dir`](SourceSpec::dir) when it is set, else under the current directory. Each
+    /// pattern must match at least one file; matches are sorted per pattern.
+    #[serde(deserialize_with = "one_or_many")]
+    pub files: Vec<String>,
+    /// The directory relative patterns are under (itself relative to the current directory
+    /// when relative). Default: none (the current directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    /// How the files are compressed: `auto` (default, detected per file), `none`, `gzip` or
+    /// `zlib`.
+    #[serde(default, with = "compression_str")]
+    pub compression: Compression,
+    /// Shuffle the file list each epoch, seeded by the pipeline's seed and the epoch (as
+    /// `list_files(shuffle=True)`). Default false: sorted order.
+    #[serde(default)]
+    pub shuffle_files: bool,
+    /// Largest record accepted, in bytes. Default 1 GiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_record_len: Option<u64>,
+    /// Read-ahead buffer per open file, in bytes. Default 256 KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_size: Option<usize>,
+}
+
+impl SourceSpec {
+    /// A source reading the files matching `patterns`, with every other key at its default.
+    pub fn new<S: Into<String>>(patterns: impl IntoIterator<Item = S>) -> Self {
+        SourceSpec {
+            files: patterns.into_iter().map(Into::into).collect(),
+            dir: None,
+            compression: Compression::Auto,
+            shuffle_files: false,
+            max_record_len: None,
+            buffer_size: None,
+        }
+    }
+
+    /// The patterns as they are matched: relative ones joined to [`dir`](SourceSpec::dir)
+    /// (whose own glob characters are escaped, so only the pattern part is a glob).
+    pub fn patterns(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .map(|f| match &self.dir {
+                Some(dir) if !Path::new(f).is_absolute() => {
+                    let dir = glob::Pattern::escape(&dir.to_string_lossy());
+                    Path::new(&dir).join(f).to_string_lossy().into_owned()
+                }
+                _ => f.clone(),
+            })
+            .collect()
+    }
+
+    /// How each file is read.
+    pub fn reader(&self) -> TfRecordSpec {
+        let d = TfRecordSpec::default();
+        TfRecordSpec {
+            compression: self.compression,
+            max_record_len: self.max_record_len.unwrap_or(d.max_record_len),
+            buffer_size: self.buffer_size.unwrap_or(d.buffer_size),
+        }
+    }
+
+    pub(super) fn check(&self) -> Result<(), Problem> {
+        let at = |key: &str| vec![Seg::key("source"), Seg::key(key)];
+        if self.files.is_empty() {
+            return Err(Problem::new(
+                at("files"),
+                "`files` needs at least one pattern or path",
+            ));
+        }
+        if let Some(i) = self.files.iter().position(|f| f.trim().is_empty()) {
+            let mut path = at("files");
+            path.push(Seg::Index(i));
+            return Err(Problem::new(path, "an empty file pattern matches nothing"));
+        }
+        if self.max_record_len == Some(0) {
+            return Err(Problem::new(
+                at("max_record_len"),
+                "`max_record_len` must be at least 1",
+            ));
+        }
+        if self.buffer_size == Some(0) {
+            return Err(Problem::new(
+                at("buffer_size"),
+                "`buffer_size` must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One string or a list of strings.
+fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = Vec<String>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a file pattern or a list of file patterns")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Vec<String>, E> {
+            Ok(vec![v.to_string()])
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Vec<String>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(s) = seq.next_element::<String>()? {
+                out.push(s);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(Visitor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_patterns_go_under_dir_with_its_glob_characters_escaped() {
+        let mut s = SourceSpec::new(["train-*", "/abs/x.tfrecord"]);
+        assert_eq!(s.patterns(), ["train-*", "/abs/x.tfrecord"]);
+        s.dir = Some(PathBuf::from("data[1]"));
+        assert_eq!(s.patterns(), ["data[[]1[]]/train-*", "/abs/x.tfrecord"]);
+    }
+
+    #[test]
+    fn reader_defaults_match_the_tfrecord_source() {
+        let s = SourceSpec::new(["x"]);
+        assert_eq!(s.reader(), TfRecordSpec::default());
+    }
+}
