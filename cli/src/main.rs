@@ -13,6 +13,7 @@ mod common;
 mod convert;
 mod r#gen;
 mod image_records;
+mod run;
 mod verify;
 
 /// Inspect and verify TFRecord files.
@@ -26,6 +27,7 @@ Examples:
   sluice cat train.tfrecord | head -3
   sluice cat --as raw data.tfrecord.gz
   sluice verify 'data/train.tfrecord-*'
+  sluice run examples/pipelines/augment.toml --data data/
 
 Run `sluice help <COMMAND>` for the options of a command.
 
@@ -42,6 +44,7 @@ enum Command {
     Verify(verify::VerifyArgs),
     Gen(r#gen::GenArgs),
     Convert(convert::ConvertArgs),
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(&args),
         Command::Gen(args) => r#gen::run(&args),
         Command::Convert(args) => convert::run(&args),
+        Command::Run(args) => run::run(&args),
     };
     match outcome {
         Ok(code) => code,

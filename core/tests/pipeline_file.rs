@@ -31,22 +31,28 @@ fn jpeg(size: u32, seed: u32) -> Vec<u8> {
     out
 }
 
+/// An Example with the image and label under the names of tfdata_baseline.py (`image`,
+/// `label`) and of `sluice gen` (`image/encoded`, `image/class/label`).
 fn example(image: Vec<u8>, label: i64) -> Vec<u8> {
     let mut features = Features::default();
-    features.feature.insert(
-        "image".into(),
-        Feature {
-            kind: Some(feature::Kind::BytesList(BytesList {
-                value: vec![image.into()],
-            })),
-        },
-    );
-    features.feature.insert(
-        "label".into(),
-        Feature {
-            kind: Some(feature::Kind::Int64List(Int64List { value: vec![label] })),
-        },
-    );
+    for name in ["image", "image/encoded"] {
+        features.feature.insert(
+            name.into(),
+            Feature {
+                kind: Some(feature::Kind::BytesList(BytesList {
+                    value: vec![image.clone().into()],
+                })),
+            },
+        );
+    }
+    for name in ["label", "image/class/label"] {
+        features.feature.insert(
+            name.into(),
+            Feature {
+                kind: Some(feature::Kind::Int64List(Int64List { value: vec![label] })),
+            },
+        );
+    }
     Example {
         features: Some(features),
     }
@@ -113,7 +119,7 @@ fn every_example_pipeline_runs_on_small_data() {
         .iter()
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
-    for required in ["augment", "parse", "read"] {
+    for required in ["augment", "cache", "gen_augment", "parse", "read"] {
         assert!(
             names.iter().any(|n| n == required),
             "{required}.toml in {names:?}"
@@ -139,11 +145,16 @@ fn every_example_pipeline_runs_on_small_data() {
             assert_eq!(stats.elements as usize, elements.len(), "{name}");
             let first = &elements[0];
             match name.as_str() {
-                "augment" => {
+                "augment" | "gen_augment" => {
                     let img = first.tensor("image").expect("image");
                     assert_eq!(img.shape(), &[RECORDS, 224, 224, 3]);
                     assert_eq!(img.dtype(), sluice_core::DType::F32);
-                    let labels = first.tensor("label").unwrap().as_i64().unwrap();
+                    let label = if name == "augment" {
+                        "label"
+                    } else {
+                        "image/class/label"
+                    };
+                    let labels = first.tensor(label).unwrap().as_i64().unwrap();
                     let mut sorted = labels.to_vec();
                     sorted.sort();
                     assert_eq!(sorted, (0..RECORDS as i64).collect::<Vec<_>>());

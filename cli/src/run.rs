@@ -1,0 +1,565 @@
+//! `sluice run`: run a pipeline file, with a progress bar, per-stage statistics, a JSON
+//! summary, and optionally its output written as TFRecord shards of `tf.train.Example`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use sluice_core::pipeline_file::PipelineFile;
+use sluice_core::{Element, PipelineStats, StageStats, Tensor, TensorData, Value};
+use sluice_proto::example::{BytesList, Feature, Features, FloatList, Int64List, feature::Kind};
+use sluice_proto::tfrecord::{Compression, TfRecordWriter};
+use sluice_proto::{Example, TfMessage};
+
+/// Run a pipeline file and report its throughput and per-stage statistics.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "\
+Run a pipeline file (TOML: a source, stages and options; the format is described in \
+docs/pipeline-format.md) and report what it did.
+
+The file is checked before anything runs: an unknown key, a wrong type or an impossible \
+value is reported with its line and column (and, for a misspelt key, the closest valid one), \
+and the exit status is 1.
+
+While it runs, a progress bar on stderr shows the elements per second (only when stderr is a \
+terminal). At the end, a per-stage table: elements in and out, worker threads, busy %, time \
+waiting on upstream and on downstream, buffer occupancy, and the bottleneck (the stage the \
+pipeline waited on most). With several epochs the table sums them.
+
+Counting: when the pipeline's output is batched (its last batch / padded_batch / unbatch \
+stage is a batch), `elements` counts rows through the batch dimension and `batches` counts \
+the batches; otherwise `elements` counts the pipeline's elements and `batches` is 0.
+
+--output DIR --shards N writes the output as N TFRecord files \
+DIR/part.tfrecord-00000-of-0000N ... of tf.train.Example, rows dealt round-robin: one Example \
+per element, or per row of a batch. Each value becomes a feature of the same name, flattened \
+in row-major order: byte strings a bytes_list, integers (u8, i32, i64) an int64_list, \
+floats (f32, f64) a float_list. Shapes are not stored: parse them back with a fixed_len \
+feature of the known shape.",
+    after_help = "\
+Examples:
+  sluice run examples/pipelines/augment.toml --data data/
+  sluice run pipeline.toml --epochs 3 --json
+  sluice run preprocess.toml --output prepared/ --shards 8
+  sluice run pipeline.toml --take 100"
+)]
+pub(crate) struct RunArgs {
+    /// The pipeline file.
+    #[arg(value_name = "PIPELINE.toml")]
+    pipeline: PathBuf,
+
+    /// Passes over the data (each reshuffled where the pipeline shuffles).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    epochs: u64,
+
+    /// Stop after N pipeline elements in all (batches, when the pipeline batches).
+    #[arg(long, value_name = "N")]
+    take: Option<u64>,
+
+    /// Print one JSON object with the results (and nothing else) on stdout.
+    #[arg(long)]
+    json: bool,
+
+    /// Write the pipeline's output to DIR as TFRecord shards of tf.train.Example.
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+
+    /// Number of shards written by --output.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "output",
+          value_parser = clap::value_parser!(u32).range(1..=99_999))]
+    shards: u32,
+
+    /// Read the source's files from DIR instead of the file's `dir`.
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+
+    /// Use this seed instead of the file's.
+    #[arg(long, value_name = "SEED")]
+    seed: Option<u64>,
+}
+
+/// The final JSON object of `--json`.
+#[derive(Debug, Serialize)]
+struct Summary<'a> {
+    pipeline: Option<&'a str>,
+    file: String,
+    epochs: u64,
+    elements: u64,
+    batches: u64,
+    seconds: f64,
+    elements_per_s: f64,
+    skipped: u64,
+    bottleneck: Option<String>,
+    stages: &'a [StageStats],
+    output: Option<OutputSummary>,
+}
+
+#[derive(Debug, Serialize)]
+struct OutputSummary {
+    dir: String,
+    shards: u32,
+    records: u64,
+}
+
+/// Runs `sluice run`.
+pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
+    let mut pipeline = PipelineFile::load(&args.pipeline)?;
+    if let Some(dir) = &args.data {
+        pipeline = pipeline.with_data_dir(dir);
+    }
+    if let Some(seed) = args.seed {
+        pipeline.options.seed = Some(seed);
+    }
+    let batched = pipeline.output_is_batched();
+    let dataset = pipeline.build()?;
+    let mut output = match &args.output {
+        Some(dir) => Some(Shards::create(dir, args.shards)?),
+        None => None,
+    };
+
+    let bar = progress_bar();
+    let started = Instant::now();
+    let (mut elements, mut batches, mut taken) = (0u64, 0u64, 0u64);
+    let mut epochs = Vec::new();
+    let limit = args.take.unwrap_or(u64::MAX);
+    for epoch in 0..args.epochs {
+        if taken >= limit {
+            break;
+        }
+        let mut iter = dataset.iter()?;
+        let mut failure = None;
+        for item in iter.by_ref() {
+            let element = match item {
+                Ok(e) => e,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            };
+            let rows = if batched { batch_rows(&element)? } else { 1 };
+            if batched {
+                batches += 1;
+            }
+            elements += rows;
+            bar.inc(rows);
+            if let Some(out) = output.as_mut() {
+                out.write(&element, batched)?;
+            }
+            taken += 1;
+            if taken >= limit {
+                break;
+            }
+        }
+        epochs.push(iter.stats());
+        drop(iter);
+        if let Some(e) = failure {
+            bar.finish_and_clear();
+            return Err(anyhow::Error::new(e).context(format!("epoch {}", epoch + 1)));
+        }
+    }
+    let records = match output.take() {
+        Some(out) => Some(out.finish()?),
+        None => None,
+    };
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    let stats = merge(&epochs);
+    let summary = Summary {
+        pipeline: pipeline.name.as_deref(),
+        file: args.pipeline.display().to_string(),
+        epochs: epochs.len() as u64,
+        elements,
+        batches,
+        seconds,
+        elements_per_s: elements as f64 / seconds.max(1e-9),
+        skipped: stats.skipped,
+        bottleneck: stats.bottleneck().map(|s| s.name.clone()),
+        stages: &stats.stages,
+        output: records.map(|records| OutputSummary {
+            dir: args
+                .output
+                .as_deref()
+                .unwrap_or(Path::new(""))
+                .display()
+                .to_string(),
+            shards: args.shards,
+            records,
+        }),
+    };
+    let mut out = io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&summary)?)?;
+    } else {
+        print_report(&mut out, &summary, &stats)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(out: &mut impl Write, s: &Summary<'_>, stats: &PipelineStats) -> io::Result<()> {
+    let name = s.pipeline.map(|n| format!("{n} ({})", s.file));
+    writeln!(
+        out,
+        "pipeline {}: {} epoch{}",
+        name.as_deref().unwrap_or(&s.file),
+        s.epochs,
+        if s.epochs == 1 { "" } else { "s" }
+    )?;
+    writeln!(out, "{}", stats.report())?;
+    let batches = if s.batches > 0 {
+        format!(
+            " in {} batch{}",
+            s.batches,
+            if s.batches == 1 { "" } else { "es" }
+        )
+    } else {
+        String::new()
+    };
+    write!(
+        out,
+        "total: {} elements{batches}, {:.3}s, {:.1} elements/s",
+        s.elements, s.seconds, s.elements_per_s
+    )?;
+    if s.skipped > 0 {
+        write!(out, ", {} skipped", s.skipped)?;
+    }
+    writeln!(out)?;
+    if let Some(o) = &s.output {
+        writeln!(
+            out,
+            "wrote {} records to {} in {} shard{}",
+            o.records,
+            o.dir,
+            o.shards,
+            if o.shards == 1 { "" } else { "s" }
+        )?;
+    }
+    Ok(())
+}
+
+/// A spinner with the element count and rate on stderr, or a hidden bar when stderr is not
+/// a terminal.
+fn progress_bar() -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} {elapsed_precise} {human_pos} elements, {per_sec}")
+    {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+/// The rows of a batched element: the leading dimension of its values.
+fn batch_rows(element: &Element) -> Result<u64> {
+    match element.iter().next() {
+        None => Ok(0),
+        Some((name, Value::Dense(t))) => match t.shape().first() {
+            Some(&n) => Ok(n as u64),
+            None => bail!("value `{name}` of a batch is a scalar (expected a batch dimension)"),
+        },
+        Some((_, Value::Ragged(r))) => Ok(r.rows() as u64),
+    }
+}
+
+/// The `--output` shards, written round-robin.
+struct Shards {
+    writers: Vec<(PathBuf, TfRecordWriter<BufWriter<fs::File>>)>,
+    next: usize,
+    records: u64,
+}
+
+impl Shards {
+    fn create(dir: &Path, shards: u32) -> Result<Shards> {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let writers = (0..shards)
+            .map(|i| {
+                let path = dir.join(format!("part.tfrecord-{i:05}-of-{shards:05}"));
+                let file = fs::File::create(&path)
+                    .with_context(|| format!("cannot create {}", path.display()))?;
+                let writer = TfRecordWriter::new(BufWriter::new(file), Compression::None)?;
+                Ok((path, writer))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Shards {
+            writers,
+            next: 0,
+            records: 0,
+        })
+    }
+
+    /// Writes one Example per row of a batch, or one for the element.
+    fn write(&mut self, element: &Element, batched: bool) -> Result<()> {
+        if !batched {
+            return self.write_example(&to_example(element.iter())?);
+        }
+        for i in 0..batch_rows(element)? as usize {
+            let row: Vec<(&str, Value)> = element
+                .iter()
+                .map(|(name, v)| {
+                    let row = match v {
+                        Value::Dense(t) => Value::Dense(t.row(i)?),
+                        Value::Ragged(r) => Value::Dense(r.row(i)?),
+                    };
+                    Ok((name, row))
+                })
+                .collect::<sluice_core::Result<_>>()
+                .with_context(|| format!("cannot split row {i} of element {}", element.id()))?;
+            self.write_example(&to_example(row.iter().map(|(n, v)| (*n, v)))?)?;
+        }
+        Ok(())
+    }
+
+    fn write_example(&mut self, example: &Example) -> Result<()> {
+        let (path, writer) = &mut self.writers[self.next];
+        writer
+            .write_record(&example.to_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        self.next = (self.next + 1) % self.writers.len();
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Finishes every file; returns the number of records written.
+    fn finish(self) -> Result<u64> {
+        for (path, writer) in self.writers {
+            let mut inner = writer
+                .finish()
+                .with_context(|| format!("cannot finish {}", path.display()))?;
+            inner
+                .flush()
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        Ok(self.records)
+    }
+}
+
+/// An Example with one feature per value, flattened.
+fn to_example<'a>(values: impl Iterator<Item = (&'a str, &'a Value)>) -> Result<Example> {
+    let mut features = Features::default();
+    for (name, value) in values {
+        let Value::Dense(t) = value else {
+            bail!("value `{name}` is ragged: a row of it cannot be a feature");
+        };
+        features.feature.insert(
+            name.to_string(),
+            Feature {
+                kind: Some(feature_kind(t)),
+            },
+        );
+    }
+    Ok(Example {
+        features: Some(features),
+    })
+}
+
+fn feature_kind(t: &Tensor) -> Kind {
+    match t.data() {
+        TensorData::Bytes(v) => Kind::BytesList(BytesList {
+            value: v.iter().cloned().collect(),
+        }),
+        TensorData::U8(v) => Kind::Int64List(Int64List {
+            value: v.iter().map(|&x| i64::from(x)).collect(),
+        }),
+        TensorData::I32(v) => Kind::Int64List(Int64List {
+            value: v.iter().map(|&x| i64::from(x)).collect(),
+        }),
+        TensorData::I64(v) => Kind::Int64List(Int64List { value: v.to_vec() }),
+        TensorData::F32(v) => Kind::FloatList(FloatList { value: v.to_vec() }),
+        TensorData::F64(v) => Kind::FloatList(FloatList {
+            value: v.iter().map(|&x| x as f32).collect(),
+        }),
+    }
+}
+
+/// The statistics of several epochs as one: counts and times summed per stage, the busy
+/// fraction over the total wall time, the bottleneck the stage waited on most in all.
+fn merge(epochs: &[PipelineStats]) -> PipelineStats {
+    if let [one] = epochs {
+        return one.clone();
+    }
+    let wall: f64 = epochs.iter().map(|e| e.wall_seconds).sum();
+    let mut stages: BTreeMap<usize, (StageStats, f64, u64)> = BTreeMap::new();
+    for s in epochs.iter().flat_map(|e| &e.stages) {
+        let (m, mean_sum, n) = stages.entry(s.index).or_insert_with(|| (zeroed(s), 0.0, 0));
+        m.elements_in += s.elements_in;
+        m.elements_out += s.elements_out;
+        m.bytes_out += s.bytes_out;
+        m.busy_seconds += s.busy_seconds;
+        m.wait_upstream_seconds += s.wait_upstream_seconds;
+        m.wait_downstream_seconds += s.wait_downstream_seconds;
+        m.consumer_wait_seconds += s.consumer_wait_seconds;
+        m.caused_wait_seconds += s.caused_wait_seconds;
+        m.workers = m.workers.max(s.workers);
+        m.buffer_len = s.buffer_len;
+        m.buffer_capacity = m.buffer_capacity.max(s.buffer_capacity);
+        m.skipped += s.skipped;
+        *mean_sum += s.buffer_mean;
+        *n += 1;
+    }
+    let stages: Vec<StageStats> = stages
+        .into_values()
+        .map(|(mut s, mean_sum, n)| {
+            s.buffer_mean = mean_sum / n.max(1) as f64;
+            s.busy_fraction = if wall > 0.0 {
+                (s.busy_seconds / (wall * s.workers.max(1) as f64)).min(1.0)
+            } else {
+                0.0
+            };
+            s
+        })
+        .collect();
+    let bottleneck = stages
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.caused_wait_seconds > 0.0)
+        .max_by(|(_, a), (_, b)| a.caused_wait_seconds.total_cmp(&b.caused_wait_seconds))
+        .map(|(i, _)| i);
+    PipelineStats {
+        wall_seconds: wall,
+        elements: epochs.iter().map(|e| e.elements).sum(),
+        skipped: stages.iter().map(|s| s.skipped).sum(),
+        stages,
+        bottleneck,
+    }
+}
+
+fn zeroed(s: &StageStats) -> StageStats {
+    StageStats {
+        index: s.index,
+        name: s.name.clone(),
+        elements_in: 0,
+        elements_out: 0,
+        bytes_out: 0,
+        busy_seconds: 0.0,
+        wait_upstream_seconds: 0.0,
+        wait_downstream_seconds: 0.0,
+        consumer_wait_seconds: 0.0,
+        caused_wait_seconds: 0.0,
+        workers: 0,
+        busy_fraction: 0.0,
+        buffer_len: 0,
+        buffer_capacity: 0,
+        buffer_mean: 0.0,
+        skipped: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(index: usize, busy: f64, caused: f64) -> StageStats {
+        StageStats {
+            index,
+            name: format!("s{index}"),
+            elements_in: 10,
+            elements_out: 10,
+            busy_seconds: busy,
+            caused_wait_seconds: caused,
+            workers: 1,
+            skipped: 1,
+            ..stage_base()
+        }
+    }
+
+    fn stage_base() -> StageStats {
+        zeroed(&StageStats {
+            index: 0,
+            name: String::new(),
+            elements_in: 0,
+            elements_out: 0,
+            bytes_out: 0,
+            busy_seconds: 0.0,
+            wait_upstream_seconds: 0.0,
+            wait_downstream_seconds: 0.0,
+            consumer_wait_seconds: 0.0,
+            caused_wait_seconds: 0.0,
+            workers: 0,
+            busy_fraction: 0.0,
+            buffer_len: 0,
+            buffer_capacity: 0,
+            buffer_mean: 0.0,
+            skipped: 0,
+        })
+    }
+
+    #[test]
+    fn epochs_merge_into_sums_and_the_overall_bottleneck() {
+        let e1 = PipelineStats {
+            wall_seconds: 1.0,
+            elements: 5,
+            skipped: 2,
+            stages: vec![stage(0, 0.5, 0.1), stage(1, 0.2, 0.3)],
+            bottleneck: Some(1),
+        };
+        // A second epoch served from a cache: stage 0 is not run.
+        let e2 = PipelineStats {
+            wall_seconds: 1.0,
+            elements: 5,
+            skipped: 1,
+            stages: vec![stage(1, 0.1, 0.0)],
+            bottleneck: None,
+        };
+        let m = merge(&[e1, e2]);
+        assert_eq!(m.elements, 10);
+        assert_eq!(m.skipped, 3);
+        assert_eq!(m.stages.len(), 2);
+        assert_eq!(m.stages[1].elements_out, 20);
+        assert!((m.stages[1].busy_seconds - 0.3).abs() < 1e-12);
+        assert!((m.stages[0].busy_fraction - 0.25).abs() < 1e-12);
+        assert_eq!(m.bottleneck().map(|s| s.name.as_str()), Some("s1"));
+    }
+
+    #[test]
+    fn values_become_flattened_features_of_their_kind() {
+        let values = [
+            (
+                "image",
+                Value::Dense(
+                    Tensor::new(&[1, 2, 1], TensorData::U8(vec![3u8, 250].into())).unwrap(),
+                ),
+            ),
+            (
+                "x",
+                Value::Dense(Tensor::new(&[2], TensorData::F64(vec![0.5, 1.5].into())).unwrap()),
+            ),
+            (
+                "name",
+                Value::Dense(Tensor::scalar_bytes(b"cat".to_vec().into())),
+            ),
+        ];
+        let ex = to_example(values.iter().map(|(n, v)| (*n, v))).unwrap();
+        let f = &ex.features.unwrap().feature;
+        assert_eq!(
+            f["image"].kind,
+            Some(Kind::Int64List(Int64List {
+                value: vec![3, 250]
+            }))
+        );
+        assert_eq!(
+            f["x"].kind,
+            Some(Kind::FloatList(FloatList {
+                value: vec![0.5, 1.5]
+            }))
+        );
+        assert_eq!(
+            f["name"].kind,
+            Some(Kind::BytesList(BytesList {
+                value: vec![b"cat".to_vec().into()]
+            }))
+        );
+    }
+}
