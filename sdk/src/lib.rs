@@ -1,6 +1,70 @@
-//! `sluice-sdk`: the SDK and versioned C ABI for Sluice plugins.
+//! `sluice-sdk`: write Sluice plugins (transforms and augmentations) once, build them as a
+//! native cdylib or for `wasm32-unknown-unknown`, and run them in any Sluice pipeline.
 //!
-//! **Status: not yet implemented.** Nothing in this crate works yet; it exists so the
-//! workspace layout is in place. The plugin SDK issue will define the ABI (`sdk/ABI.md`), the
-//! safe author trait and the `export_plugin!` macro here.
-#![forbid(unsafe_code)]
+//! A plugin is a type implementing [`Plugin`]; [`export_plugin!`] exports the stable C ABI
+//! that the hosts load (`sluice-plugins` for native libraries, `sluice-wasm` for WASM
+//! modules). The ABI is written down byte by byte in `sdk/ABI.md`, so a plugin can also be
+//! written in any language that produces a C-ABI library or a wasm32 module.
+//!
+//! ```
+//! use sluice_sdk::{Config, Data, DType, Element, Feature, Kind, Plugin, PluginInfo, Result, Rng};
+//!
+//! /// Adds `delta` to every value of the `f32` feature `x`.
+//! struct AddDelta {
+//!     delta: f32,
+//! }
+//!
+//! impl Plugin for AddDelta {
+//!     fn info() -> PluginInfo {
+//!         PluginInfo::new("add_delta", "0.1.0", Kind::Map)
+//!             .input(Feature::new("x").dtype(DType::F32))
+//!             .output(Feature::new("x").dtype(DType::F32))
+//!     }
+//!
+//!     fn new(config: &Config) -> Result<Self> {
+//!         config.only(&["delta"])?;
+//!         Ok(AddDelta { delta: config.get_or("delta", 1.0)? })
+//!     }
+//!
+//!     fn map(&mut self, mut element: Element, _rng: &mut Rng) -> Result<Element> {
+//!         if let Some(t) = element.get_mut("x") {
+//!             if let Data::F32(values) = &mut t.data {
+//!                 values.iter_mut().for_each(|v| *v += self.delta);
+//!             }
+//!         }
+//!         Ok(element)
+//!     }
+//! }
+//!
+//! // In a plugin crate (`crate-type = ["cdylib", "rlib"]`):
+//! // sluice_sdk::export_plugin!(AddDelta);
+//!
+//! // The same code, called in-process as a host would call it:
+//! let info = AddDelta::info();
+//! let mut plugin = AddDelta::new(&Config::from_bytes(br#"{"delta": 0.5}"#)?)?;
+//! let input = sluice_sdk::wire::encode_batch(&[Element {
+//!     tensors: vec![sluice_sdk::Tensor::new("x", vec![2], Data::F32(vec![1.0, 2.0]))?],
+//! }]);
+//! let output = sluice_sdk::process(&mut plugin, &info, &input, &[42])?;
+//! let out = sluice_sdk::wire::decode_batch(&output)?;
+//! assert_eq!(out[0].element.as_ref().unwrap().get("x").unwrap().data, Data::F32(vec![1.5, 2.5]));
+//! # Ok::<(), sluice_sdk::Error>(())
+//! ```
+//!
+//! - [`abi`]: the version, symbol names and status codes.
+//! - [`wire`]: the element wire format (batches of named tensors).
+//! - [`Plugin`], [`PluginInfo`], [`Config`], [`Rng`]: the author's API.
+//! - [`export_plugin!`]: the exported entry points (the crate's only `unsafe` code is in
+//!   [`export`], each block with its reasoning).
+#![deny(unsafe_code)]
+
+pub mod abi;
+mod error;
+#[allow(unsafe_code)]
+pub mod export;
+mod plugin;
+pub mod wire;
+
+pub use error::{Error, Result};
+pub use plugin::{Config, Feature, Kind, Plugin, PluginInfo, Rng, process};
+pub use wire::{DType, Data, Element, Entry, Tensor};
