@@ -264,3 +264,24 @@ fn errors_in_a_file_name_the_file_line_and_column() {
     let missing = PipelineFile::load(dir.path().join("nope.toml")).unwrap_err();
     assert!(matches!(missing, Error::Io { .. }), "{missing}");
 }
+
+#[test]
+fn every_toml_block_of_the_reference_parses() {
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/pipeline-format.md");
+    let text = fs::read_to_string(&doc).expect("docs/pipeline-format.md");
+    let mut blocks = 0;
+    for (i, block) in text.split("```toml\n").skip(1).enumerate() {
+        let block = block.split("```").next().unwrap();
+        // Stage snippets are checked inside a minimal file.
+        let file = if block.contains("[source]") {
+            block.to_string()
+        } else {
+            format!("[source]\nfiles = [\"x\"]\n\n{block}")
+        };
+        let p = PipelineFile::from_toml_named(&file, &format!("block {i}"))
+            .unwrap_or_else(|e| panic!("{e}\n{file}"));
+        assert!(!p.stages.is_empty(), "block {i} has stages");
+        blocks += 1;
+    }
+    assert!(blocks >= 5, "{blocks} blocks");
+}
