@@ -16,6 +16,7 @@ use crate::stages::concatenate::ConcatenateSpec;
 use crate::stages::image_ops::ImageOpsSpec;
 use crate::stages::interleave::{InterleaveSpec, InterleaveStage};
 use crate::stages::map::{MapSpec, MapStage};
+use crate::stages::map_chunks::{ChunkFn, MapChunksSpec, MapChunksStage};
 use crate::stages::padded_batch::PaddedBatchSpec;
 use crate::stages::parse_example::ParseExampleSpec;
 use crate::stages::prefetch::{BufferSize, PrefetchSpec};
@@ -156,6 +157,26 @@ impl Dataset {
             MapStage::new("map", spec, Arc::new(move |e, r| f(e, r).map(Some)), label),
             vec![self.clone()],
         )
+    }
+
+    /// Applies `f` to chunks of `spec.chunk_size` consecutive elements (see
+    /// [`map_chunks`](crate::stages::map_chunks)): `f` gets the chunk and one RNG per
+    /// element, and returns the outputs, each with the index of its input in the chunk. A
+    /// map, filter or flat map whose per-call cost is paid once per chunk (plugins run so).
+    pub fn map_chunks<F>(&self, spec: MapChunksSpec, f: F) -> Dataset
+    where
+        F: Fn(Vec<Element>, &mut [ElementRng]) -> Result<Vec<(usize, Element)>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.map_chunks_labelled(spec, Arc::new(f), std::any::type_name::<F>())
+    }
+
+    /// [`Dataset::map_chunks`] with a shared function and the label that names it in cache
+    /// fingerprints.
+    pub fn map_chunks_labelled(&self, spec: MapChunksSpec, f: ChunkFn, label: &str) -> Dataset {
+        Dataset::from_stage(MapChunksStage::new(spec, f, label), vec![self.clone()])
     }
 
     /// Keeps the elements for which `f` is true.

@@ -79,6 +79,7 @@ pub mod prelude {
     pub use crate::stages::image_ops::{ImageOp, ImageOpsSpec, PadSpec, Resample};
     pub use crate::stages::interleave::InterleaveSpec;
     pub use crate::stages::map::MapSpec;
+    pub use crate::stages::map_chunks::MapChunksSpec;
     pub use crate::stages::padded_batch::{PadValue, PaddedBatchSpec};
     pub use crate::stages::parse_example::{FeatureSpec, FeatureType, ParseExampleSpec};
     pub use crate::stages::prefetch::BufferSize;

@@ -22,7 +22,27 @@ use crate::stream::{BoxStream, ElementStream};
 /// The function a parallel stage applies to each input item (an element, or a group of
 /// elements for `batch`): `Ok(None)` drops it (filter); errors are wrapped with the stage's
 /// context and the error policy applied.
-pub(crate) type WorkFn<I = Element> = Arc<dyn Fn(I) -> Result<Option<Element>> + Send + Sync>;
+pub(crate) type WorkFn<I = Element, O = Option<Element>> =
+    Arc<dyn Fn(I) -> Result<O> + Send + Sync>;
+
+/// What a work function gives for one item: at most one element (map, filter, batch) or
+/// any number (a chunk map).
+pub(crate) trait Outputs: Send + 'static {
+    /// Appends the elements to `out`, in order.
+    fn push_into(self, out: &mut Vec<Result<Element>>);
+}
+
+impl Outputs for Option<Element> {
+    fn push_into(self, out: &mut Vec<Result<Element>>) {
+        out.extend(self.map(Ok));
+    }
+}
+
+impl Outputs for Vec<Element> {
+    fn push_into(self, out: &mut Vec<Result<Element>>) {
+        out.extend(self.into_iter().map(Ok));
+    }
+}
 
 /// What the workers take: an element, or a group of elements.
 pub(crate) trait Item: Send + 'static {
@@ -90,9 +110,9 @@ pub(crate) struct ParallelStream {
 
 impl ParallelStream {
     /// Starts `workers` threads applying `f` to the items of `upstream`.
-    pub(crate) fn start<I: Item, S: Source<I> + 'static>(
+    pub(crate) fn start<I: Item, S: Source<I> + 'static, O: Outputs>(
         upstream: S,
-        f: WorkFn<I>,
+        f: WorkFn<I, O>,
         workers: usize,
         deterministic: bool,
         ctx: &BuildContext,
@@ -247,10 +267,10 @@ fn dispatch<I: Item, S: Source<I>>(
     }
 }
 
-fn work<I: Item>(
+fn work<I: Item, O: Outputs>(
     jobs: Receiver<Job<I>>,
     done: Sender<Done>,
-    f: WorkFn<I>,
+    f: WorkFn<I, O>,
     avg_ns: Arc<AtomicU64>,
     stop: Receiver<()>,
     ctx: BuildContext,
@@ -271,8 +291,7 @@ fn work<I: Item>(
             match item {
                 Err(e) => out.push(Err(e)),
                 Ok(element) => match apply(&f, element, &ctx) {
-                    Ok(Some(e)) => out.push(Ok(e)),
-                    Ok(None) => {}
+                    Ok(outputs) => outputs.push_into(&mut out),
                     Err(e) => {
                         if let Some(e) = ctx.on_error(e) {
                             out.push(Err(e));
@@ -300,11 +319,7 @@ fn work<I: Item>(
 }
 
 /// Applies `f` to one item, wrapping its error (or panic) with the stage's context.
-pub(crate) fn apply<I: Item>(
-    f: &WorkFn<I>,
-    item: I,
-    ctx: &BuildContext,
-) -> Result<Option<Element>> {
+pub(crate) fn apply<I: Item, O>(f: &WorkFn<I, O>, item: I, ctx: &BuildContext) -> Result<O> {
     let (id, provenance) = item.trace();
     let wrap = |e: Error| Error::Stage {
         stage: ctx.stage_label(),

@@ -7,6 +7,7 @@ pub mod concatenate;
 pub mod image_ops;
 pub mod interleave;
 pub mod map;
+pub mod map_chunks;
 pub mod padded_batch;
 pub mod parse_example;
 pub mod prefetch;

@@ -1,0 +1,220 @@
+//! `map_chunks`: a function over chunks of consecutive elements, whose outputs each name the
+//! input they come from: a map, a filter or a flat map that pays its per-call cost once per
+//! chunk. Plugins run through it (one plugin call per chunk).
+//!
+//! Output ids: an input with exactly one output keeps its id and provenance; an input with
+//! `k != 1` outputs gives them the ids `id.child(0..k)` (and its provenance). Chunks run
+//! sequentially or on worker threads, in order when `deterministic`. An error fails the
+//! whole chunk (under `ErrorPolicy::Skip` the chunk's elements are dropped, counted as one
+//! skip per failed chunk).
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::executor::parallel::{ParallelStream, Source, WorkFn, apply};
+use crate::rng::ElementRng;
+use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::stages::batch::Groups;
+use crate::stream::{BoxStream, ElementStream};
+
+/// How a `map_chunks` stage runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MapChunksSpec {
+    /// Elements per call (default 64).
+    pub chunk_size: usize,
+    /// Worker threads: sequential (default), a number, or `auto`.
+    pub num_parallel: NumParallel,
+    /// Keep the input order (default).
+    pub deterministic: bool,
+}
+
+impl Default for MapChunksSpec {
+    fn default() -> Self {
+        MapChunksSpec {
+            chunk_size: 64,
+            num_parallel: NumParallel::Sequential,
+            deterministic: true,
+        }
+    }
+}
+
+impl MapChunksSpec {
+    /// Chunks of `chunk_size`, sequential.
+    pub fn new(chunk_size: usize) -> Self {
+        MapChunksSpec {
+            chunk_size,
+            ..MapChunksSpec::default()
+        }
+    }
+
+    /// With `num_parallel` worker threads.
+    pub fn num_parallel(mut self, num_parallel: impl Into<NumParallel>) -> Self {
+        self.num_parallel = num_parallel.into();
+        self
+    }
+
+    /// With `deterministic`.
+    pub fn deterministic(mut self, deterministic: bool) -> Self {
+        self.deterministic = deterministic;
+        self
+    }
+}
+
+/// The function of a `map_chunks` stage: a chunk of elements and one RNG per element (keyed
+/// by seed, epoch, stage and element id) in; the outputs out, in order, each with the index
+/// (in the chunk) of its input. Indices must not decrease.
+pub type ChunkFn =
+    Arc<dyn Fn(Vec<Element>, &mut [ElementRng]) -> Result<Vec<(usize, Element)>> + Send + Sync>;
+
+/// A running `map_chunks` definition: a spec, a function, and a label for fingerprints.
+#[derive(Clone)]
+pub struct MapChunksStage {
+    spec: MapChunksSpec,
+    f: ChunkFn,
+    label: String,
+}
+
+impl std::fmt::Debug for MapChunksStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MapChunksStage")
+            .field("spec", &self.spec)
+            .field("label", &self.label)
+            .finish()
+    }
+}
+
+impl MapChunksStage {
+    /// A stage running `f` as `spec` says; `label` names the function in fingerprints.
+    pub fn new(spec: MapChunksSpec, f: ChunkFn, label: impl Into<String>) -> Self {
+        MapChunksStage {
+            spec,
+            f,
+            label: label.into(),
+        }
+    }
+}
+
+/// Runs `f` on one chunk and gives the outputs their ids.
+fn run_chunk(f: &ChunkFn, chunk: Vec<Element>, key: crate::rng::StreamKey) -> Result<Vec<Element>> {
+    let n = chunk.len();
+    let parents: Vec<_> = chunk
+        .iter()
+        .map(|e| (e.id(), e.provenance().cloned()))
+        .collect();
+    let mut rngs: Vec<ElementRng> = chunk.iter().map(|e| key.element_rng(e.id())).collect();
+    let outputs = f(chunk, &mut rngs)?;
+    let mut counts = vec![0u64; n];
+    let mut last = 0;
+    for (parent, _) in &outputs {
+        if *parent >= n || *parent < last {
+            return Err(Error::invalid(format!(
+                "map_chunks: an output names input {parent} (chunk of {n}, previous {last})"
+            )));
+        }
+        last = *parent;
+        counts[*parent] += 1;
+    }
+    let mut seen = vec![0u64; n];
+    Ok(outputs
+        .into_iter()
+        .map(|(parent, mut e)| {
+            let (id, provenance) = &parents[parent];
+            let k = seen[parent];
+            seen[parent] += 1;
+            e.set_id(if counts[parent] == 1 {
+                *id
+            } else {
+                id.child(k)
+            });
+            e.set_provenance(provenance.clone());
+            e
+        })
+        .collect())
+}
+
+impl Stage for MapChunksStage {
+    fn name(&self) -> &'static str {
+        "map_chunks"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        if self.spec.chunk_size == 0 {
+            return Err(Error::invalid("map_chunks: chunk_size must be at least 1"));
+        }
+        let upstream = crate::stages::single_input(inputs, "map_chunks")?.open()?;
+        let groups = Groups {
+            upstream,
+            size: self.spec.chunk_size,
+            drop_remainder: false,
+        };
+        let key = ctx.stream_key();
+        let f = Arc::clone(&self.f);
+        let work: WorkFn<Vec<Element>, Vec<Element>> =
+            Arc::new(move |chunk: Vec<Element>| run_chunk(&f, chunk, key));
+        Ok(
+            match self.spec.num_parallel.workers(ctx.options().cpu_budget) {
+                0 => Box::new(SequentialChunks {
+                    groups,
+                    f: work,
+                    ctx: ctx.clone(),
+                    ready: VecDeque::new(),
+                }),
+                workers => Box::new(ParallelStream::start(
+                    groups,
+                    work,
+                    workers,
+                    self.spec.deterministic,
+                    ctx,
+                )),
+            },
+        )
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("map_chunks({:?}, {})", self.spec, self.label)
+    }
+
+    fn runs_inline(&self) -> bool {
+        self.spec.num_parallel == NumParallel::Sequential
+    }
+}
+
+/// Chunks run on the consumer's thread.
+struct SequentialChunks {
+    groups: Groups,
+    f: WorkFn<Vec<Element>, Vec<Element>>,
+    ctx: BuildContext,
+    ready: VecDeque<Element>,
+}
+
+impl ElementStream for SequentialChunks {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                return Some(Ok(e));
+            }
+            let chunk = match self.groups.next_item()? {
+                Ok(chunk) => chunk,
+                Err(e) => return Some(Err(e)),
+            };
+            match apply(&self.f, chunk, &self.ctx) {
+                Ok(out) => self.ready.extend(out),
+                Err(e) => {
+                    if let Some(e) = self.ctx.on_error(e) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}
