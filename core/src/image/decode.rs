@@ -297,9 +297,8 @@ pub(crate) fn decode_window_with(
                 Ok(win.y + win.height)
             };
             let (_, w, c) = decode_jpeg(data, channels, limits, Some(&mut rows), pixels)?;
-            let window = window.ok_or_else(|| {
-                Error::Image("invalid JPEG data: no frame header".to_string())
-            })?;
+            let window = window
+                .ok_or_else(|| Error::Image("invalid JPEG data: no frame header".to_string()))?;
             copy_window(pixels, w, c, window)
         }),
         ImageFormat::Png => {

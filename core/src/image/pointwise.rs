@@ -413,9 +413,9 @@ fn fused<F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_>, dst: &mut [f32], f: F) 
     let start = ctx.start;
     let end = start + dst.len();
     match (ctx.src, ctx.load) {
-        (Src::U8(v), PointLoad::Unit) => {
-            fused_from(&v[start..end], dst, move |x: u8, k| f(f32::from(x) * INV_255, k))
-        }
+        (Src::U8(v), PointLoad::Unit) => fused_from(&v[start..end], dst, move |x: u8, k| {
+            f(f32::from(x) * INV_255, k)
+        }),
         (Src::U8(v), PointLoad::Cast) => {
             fused_from(&v[start..end], dst, move |x: u8, k| f(f32::from(x), k))
         }
