@@ -1,6 +1,46 @@
-//! `sluice-plugins`: the native (cdylib) plugin host.
+//! `sluice-plugins`: run plugins built with `sluice-sdk` in Sluice pipelines. This crate
+//! is the native host (C-ABI shared libraries, loaded with libloading) and holds what every
+//! host shares ([`host`]): the pipeline stage, the element conversion and the contracts.
+//! The WASM host (`sluice-wasm`) plugs into the same [`Backend`] trait.
 //!
-//! **Status: not yet implemented.** Nothing in this crate works yet; it exists so the
-//! workspace layout is in place. It will load plugins built against `sluice-sdk` with
-//! `libloading`.
-#![forbid(unsafe_code)]
+//! ```no_run
+//! use sluice_core::prelude::*;
+//! use sluice_plugins::{NativePlugin, PluginStage};
+//!
+//! # fn main() -> anyhow::Result<()> {
+//! let plugin = NativePlugin::load("target/release/libsluice_example_noise.so")?;
+//! println!("{} {} ({:?})", plugin.info().name, plugin.info().version, plugin.info().kind);
+//! let stage = PluginStage::new(plugin, &serde_json::json!({ "sigma": 0.05 }))?;
+//! let images = Dataset::tfrecord(["data/train.tfrecord-*"])?
+//!     .parse_example(ParseExampleSpec::new([("image", FeatureSpec::scalar(FeatureType::String))]))
+//!     .image_ops(ImageOpsSpec::new(vec![
+//!         ImageOp::Decode { channels: Some(3) },
+//!         ImageOp::ToUnitF32,
+//!     ]));
+//! // One plugin call per 64 elements, on two threads; results stay in order.
+//! let noisy = stage.apply(&images, MapChunksSpec::new(64).num_parallel(2));
+//! for element in noisy.iter()? {
+//!     let element = element?; // a failing call is an error naming the plugin and elements
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! - A wrong ABI version or a missing symbol is refused at load time, naming the file and
+//!   both versions ([`Error::AbiVersion`], [`Error::MissingSymbol`]).
+//! - A plugin's error status or panic (caught by the SDK at the boundary) fails the call's
+//!   elements with [`Error::Call`] (plugin name, element ids, message); the pipeline's
+//!   error policy decides whether that ends the run or skips them. The host goes on.
+//! - Libraries are never unloaded while a stage or instance uses them; unloading is not
+//!   supported.
+//! - Elements must meet the plugin's declared input contract ([`Error::Contract`]).
+#![deny(unsafe_code)]
+
+mod error;
+pub mod host;
+#[allow(unsafe_code)]
+mod native;
+
+pub use error::{Error, Result};
+pub use host::{Backend, CallFailure, InProcess, Instance, PluginStage};
+pub use native::NativePlugin;

@@ -1,0 +1,257 @@
+//! `gaussian_noise`: an example Sluice plugin that adds Gaussian noise to the `image`
+//! feature, written once against `sluice-sdk` and built as a native library or for wasm32.
+//!
+//! Configuration (all optional): `sigma` (standard deviation, default 0.05; for `u8`
+//! images in units of 1/255, so the same value suits both layouts), `p` (probability of
+//! applying the noise to an element, default 1.0). `f32` / `f64` values get the noise added
+//! as is; `u8` values are rounded and saturated to 0..=255.
+//!
+//! Noise values come from a 4096-entry table of standard normal quantiles (computed once at
+//! `init` with Acklam's inverse-CDF approximation), indexed by 12 random bits each: five
+//! draws per 64-bit random number, the same bits on every platform and in wasm32.
+#![deny(unsafe_code)]
+
+use sluice_sdk::{Config, Data, Element, Error, Feature, Kind, Plugin, PluginInfo, Result, Rng};
+
+/// Entries in the quantile table (a power of two: indexed by 12 bits).
+const TABLE: usize = 4096;
+
+/// The plugin.
+#[derive(Debug, Clone)]
+pub struct GaussianNoise {
+    sigma: f32,
+    p: f32,
+    quantiles: Vec<f32>,
+}
+
+/// Acklam's approximation of the standard normal inverse CDF (relative error < 1.2e-9).
+fn inverse_normal_cdf(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e+01,
+        2.209460984245205e+02,
+        -2.759285104469687e+02,
+        1.383_577_518_672_69e2,
+        -3.066479806614716e+01,
+        2.506628277459239e+00,
+    ];
+    const B: [f64; 5] = [
+        -5.447609879822406e+01,
+        1.615858368580409e+02,
+        -1.556989798598866e+02,
+        6.680131188771972e+01,
+        -1.328068155288572e+01,
+    ];
+    const C: [f64; 6] = [
+        -7.784894002430293e-03,
+        -3.223964580411365e-01,
+        -2.400758277161838e+00,
+        -2.549732539343734e+00,
+        4.374664141464968e+00,
+        2.938163982698783e+00,
+    ];
+    const D: [f64; 4] = [
+        7.784695709041462e-03,
+        3.224671290700398e-01,
+        2.445134137142996e+00,
+        3.754408661907416e+00,
+    ];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.02425 {
+        tail(libm_sqrt(-2.0 * libm_ln(p)))
+    } else if p > 1.0 - 0.02425 {
+        -tail(libm_sqrt(-2.0 * libm_ln(1.0 - p)))
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+// `f64::sqrt` is IEEE-exact everywhere; `ln` goes through a software series so the table is
+// the same bits natively and in wasm32 (no platform libm).
+fn libm_sqrt(x: f64) -> f64 {
+    x.sqrt()
+}
+
+fn libm_ln(x: f64) -> f64 {
+    // ln(x) = 2 atanh((x - 1) / (x + 1)) after scaling x into [0.5, 1) by powers of two.
+    let mut m = x;
+    let mut e = 0i32;
+    while m < 0.5 {
+        m *= 2.0;
+        e -= 1;
+    }
+    while m >= 1.0 {
+        m /= 2.0;
+        e += 1;
+    }
+    let y = (m - 1.0) / (m + 1.0);
+    let y2 = y * y;
+    let mut term = y;
+    let mut sum = 0.0;
+    let mut k = 1.0;
+    for _ in 0..40 {
+        sum += term / k;
+        term *= y2;
+        k += 2.0;
+    }
+    2.0 * sum + f64::from(e) * std::f64::consts::LN_2
+}
+
+impl GaussianNoise {
+    /// The plugin with these parameters.
+    pub fn with(sigma: f32, p: f32) -> GaussianNoise {
+        let quantiles = (0..TABLE)
+            .map(|i| inverse_normal_cdf((i as f64 + 0.5) / TABLE as f64) as f32)
+            .collect();
+        GaussianNoise {
+            sigma,
+            p,
+            quantiles,
+        }
+    }
+
+    /// Adds noise to `values` in place, `scale` times sigma.
+    fn add<T: Copy>(&self, values: &mut [T], scale: f32, rng: &mut Rng, f: impl Fn(T, f32) -> T) {
+        let sigma = self.sigma * scale;
+        let mut chunks = values.chunks_exact_mut(5);
+        for chunk in &mut chunks {
+            let mut bits = rng.next_u64();
+            for v in chunk {
+                *v = f(*v, sigma * self.quantiles[(bits & 0xfff) as usize]);
+                bits >>= 12;
+            }
+        }
+        let mut bits = rng.next_u64();
+        for v in chunks.into_remainder() {
+            *v = f(*v, sigma * self.quantiles[(bits & 0xfff) as usize]);
+            bits >>= 12;
+        }
+    }
+}
+
+impl Plugin for GaussianNoise {
+    fn info() -> PluginInfo {
+        PluginInfo::new("gaussian_noise", env!("CARGO_PKG_VERSION"), Kind::Map)
+            .description("adds Gaussian noise (sigma, in 1/255 for u8) to `image`")
+            .input(Feature::new("image"))
+            .output(Feature::new("image"))
+    }
+
+    fn new(config: &Config) -> Result<Self> {
+        config.only(&["sigma", "p"])?;
+        let sigma: f32 = config.get_or("sigma", 0.05)?;
+        let p: f32 = config.get_or("p", 1.0)?;
+        if !(sigma.is_finite() && sigma >= 0.0) {
+            return Err(Error::config(format!(
+                "sigma must be finite and >= 0, got {sigma}"
+            )));
+        }
+        if !(0.0..=1.0).contains(&p) {
+            return Err(Error::config(format!("p must be in [0, 1], got {p}")));
+        }
+        Ok(GaussianNoise::with(sigma, p))
+    }
+
+    fn map(&mut self, mut element: Element, rng: &mut Rng) -> Result<Element> {
+        if self.p < 1.0 && rng.f32() >= self.p {
+            return Ok(element);
+        }
+        let image = element
+            .get_mut("image")
+            .ok_or_else(|| Error::invalid_input("no `image` feature"))?;
+        match &mut image.data {
+            Data::F32(v) => self.add(v, 1.0, rng, |x, n| x + n),
+            Data::F64(v) => self.add(v, 1.0, rng, |x, n| x + f64::from(n)),
+            Data::U8(v) => self.add(v, 255.0, rng, |x, n| {
+                (f32::from(x) + n).round().clamp(0.0, 255.0) as u8
+            }),
+            other => {
+                return Err(Error::invalid_input(format!(
+                    "`image` must be u8, f32 or f64, got {}",
+                    other.dtype()
+                )));
+            }
+        }
+        Ok(element)
+    }
+}
+
+sluice_sdk::export_plugin!(GaussianNoise);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_sdk::Tensor;
+
+    fn image(data: Data, shape: Vec<u64>) -> Element {
+        Element {
+            tensors: vec![Tensor::new("image", shape, data).unwrap()],
+        }
+    }
+
+    #[test]
+    fn quantiles_are_a_standard_normal() {
+        let n = GaussianNoise::with(1.0, 1.0);
+        let mean: f64 = n.quantiles.iter().map(|&q| f64::from(q)).sum::<f64>() / TABLE as f64;
+        let var: f64 = n
+            .quantiles
+            .iter()
+            .map(|&q| f64::from(q).powi(2))
+            .sum::<f64>()
+            / TABLE as f64;
+        assert!(mean.abs() < 1e-6, "{mean}");
+        assert!((var - 1.0).abs() < 0.01, "{var}");
+        assert!((inverse_normal_cdf(0.975) - 1.959964).abs() < 1e-5);
+        assert!((libm_ln(10.0) - 10f64.ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn noise_has_the_configured_spread_and_is_reproducible() {
+        let cfg = Config::from_bytes(br#"{"sigma": 0.1}"#).unwrap();
+        let mut p = <GaussianNoise as Plugin>::new(&cfg).unwrap();
+        let zeros = image(Data::F32(vec![0.0; 10_000]), vec![100, 100, 1]);
+        let a = p.map(zeros.clone(), &mut Rng::new(3)).unwrap();
+        let b = p.map(zeros.clone(), &mut Rng::new(3)).unwrap();
+        let c = p.map(zeros, &mut Rng::new(4)).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let Data::F32(v) = &a.get("image").unwrap().data else {
+            unreachable!()
+        };
+        let sd = (v.iter().map(|x| x * x).sum::<f32>() / v.len() as f32).sqrt();
+        assert!((sd - 0.1).abs() < 0.005, "{sd}");
+    }
+
+    #[test]
+    fn u8_images_saturate_and_bad_inputs_are_errors() {
+        let cfg = Config::from_bytes(br#"{"sigma": 0.5}"#).unwrap();
+        let mut p = <GaussianNoise as Plugin>::new(&cfg).unwrap();
+        let out = p
+            .map(
+                image(Data::U8(vec![0, 255, 128, 128]), vec![2, 2]),
+                &mut Rng::new(1),
+            )
+            .unwrap();
+        let Data::U8(v) = &out.get("image").unwrap().data else {
+            unreachable!()
+        };
+        assert_eq!(v.len(), 4);
+        assert!(
+            <GaussianNoise as Plugin>::new(&Config::from_bytes(br#"{"sigma": -1}"#).unwrap())
+                .is_err()
+        );
+        assert!(
+            <GaussianNoise as Plugin>::new(&Config::from_bytes(br#"{"sigmaa": 1}"#).unwrap())
+                .is_err()
+        );
+        let err = p
+            .map(image(Data::I64(vec![1]), vec![]), &mut Rng::new(1))
+            .unwrap_err();
+        assert!(err.to_string().contains("u8, f32 or f64"), "{err}");
+    }
+}
