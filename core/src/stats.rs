@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -23,13 +23,21 @@ pub struct StageMetrics {
     buffer_sum: AtomicU64,
     workers: AtomicU64,
     skipped: AtomicU64,
+    counts_own_inputs: AtomicBool,
 }
 
 impl StageMetrics {
     /// Counts elements a source read from outside the pipeline (stages with inputs are
-    /// credited with their inputs' output automatically).
+    /// credited with their inputs' output automatically, unless they
+    /// [count their own inputs](Self::set_counts_own_inputs)).
     pub fn add_in(&self, n: u64) {
         self.elements_in.fetch_add(n, Relaxed);
+    }
+    /// Makes the stage's `in` count only what it counts with [`add_in`](Self::add_in), not
+    /// its inputs' output: a stage reading the records of a file list (`tfrecord`,
+    /// `interleave`) takes in records, not file names.
+    pub fn set_counts_own_inputs(&self) {
+        self.counts_own_inputs.store(true, Relaxed);
     }
     /// Counts an element handed downstream, of `bytes` bytes.
     pub fn add_out(&self, bytes: u64) {
@@ -90,7 +98,8 @@ pub struct StageStats {
     pub index: usize,
     /// The stage's kind, e.g. `map` or `tfrecord`.
     pub name: String,
-    /// Elements taken from upstream.
+    /// Elements taken from upstream; for `tfrecord` and `interleave`, the records read from
+    /// their files (not the file names of their input).
     pub elements_in: u64,
     /// Elements handed downstream.
     pub elements_out: u64,
@@ -263,11 +272,15 @@ impl StatsRegistry {
                     index: *index,
                     name: name.clone(),
                     elements_in: m.elements_in.load(Relaxed)
-                        + inputs
-                            .iter()
-                            .filter_map(|i| stages.iter().find(|s| s.0 == *i))
-                            .map(|s| s.3.elements_out.load(Relaxed))
-                            .sum::<u64>(),
+                        + if m.counts_own_inputs.load(Relaxed) {
+                            0
+                        } else {
+                            inputs
+                                .iter()
+                                .filter_map(|i| stages.iter().find(|s| s.0 == *i))
+                                .map(|s| s.3.elements_out.load(Relaxed))
+                                .sum::<u64>()
+                        },
                     elements_out: m.elements_out.load(Relaxed),
                     bytes_out: m.bytes_out.load(Relaxed),
                     busy_seconds: busy,
@@ -311,38 +324,43 @@ impl StatsRegistry {
 /// time excluded). A stage with worker threads (a buffer) causes the share of the waits on
 /// it during which its workers were working; the share during which they were waiting on
 /// their own input is passed down to that input, which is the true cause.
+///
+/// Waits passed down to an inline stage are split the same way, by its own time against the
+/// time spent in the stages it called: a worker thread (prefetch's) blocked in an inline
+/// `batch` was mostly blocked in the stage below it, not in `batch`'s own work. (Its own
+/// consumer's waits are not split again: they exclude upstream time already.)
 fn attribute_waits(out: &mut [StageStats], stages: &[Registered]) -> Option<usize> {
     let indices: Vec<usize> = out.iter().map(|s| s.index).collect();
     let pos = |index: usize| indices.iter().position(|&i| i == index);
-    for s in out.iter_mut() {
-        s.caused_wait_seconds = s.consumer_wait_seconds;
-    }
-    // Consumers have higher indices than their inputs: walk from the top down.
+    // Waits passed down to each stage by the stages that consume it.
+    let mut received = vec![0.0; out.len()];
+    // Consumers have higher indices than their inputs: walk from the top down, so that a
+    // stage has received everything before it passes its share on.
     let mut order: Vec<usize> = (0..out.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(out[i].index));
     for i in order {
         let s = &out[i];
-        if s.workers == 0 {
-            continue;
-        }
         let inputs: Vec<usize> = stages
             .iter()
             .find(|r| r.0 == s.index)
             .map(|r| r.2.iter().filter_map(|&x| pos(x)).collect())
             .unwrap_or_default();
-        if inputs.is_empty() {
-            continue;
-        }
+        let own = s.consumer_wait_seconds;
+        let splittable = if s.workers > 0 {
+            own + received[i]
+        } else {
+            received[i]
+        };
         let total = s.busy_seconds + s.wait_upstream_seconds;
-        let starved = if total > 0.0 {
+        let starved = if total > 0.0 && !inputs.is_empty() {
             s.wait_upstream_seconds / total
         } else {
             0.0
         };
-        let passed = s.caused_wait_seconds * starved;
-        out[i].caused_wait_seconds -= passed;
+        let passed = splittable * starved;
+        out[i].caused_wait_seconds = own + received[i] - passed;
         for &j in &inputs {
-            out[j].caused_wait_seconds += passed / inputs.len() as f64;
+            received[j] += passed / inputs.len() as f64;
         }
     }
     out.iter()

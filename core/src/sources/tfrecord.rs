@@ -134,6 +134,8 @@ impl Stage for TfRecordSpec {
         let [input] = inputs else {
             return Err(Error::invalid("tfrecord takes one input: a file list"));
         };
+        // `in` counts the records read, not the file names taken from the input.
+        ctx.metrics().set_counts_own_inputs();
         Ok(Box::new(Sequential {
             files: input.open()?,
             current: None,

@@ -92,6 +92,8 @@ impl Stage for InterleaveStage {
             ));
         }
         let files = crate::stages::single_input(inputs, "interleave")?.open()?;
+        // `in` counts the records read from the files, not the file names.
+        ctx.metrics().set_counts_own_inputs();
         // Reading threads: `num_parallel` within the CPU budget, at most one per open file.
         let threads = self
             .spec
