@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::image_records::{ImageRecord, MAX_SHARDS, Shards, write_labels};
+use crate::image_records::{ImageRecord, MAX_SHARDS, Shards, Written, write_labels};
 
 /// JPEG quality of the generated images.
 const QUALITY: u8 = 90;
@@ -87,8 +87,31 @@ pub(crate) struct GenArgs {
     name: String,
 }
 
+impl GenArgs {
+    /// `sluice gen --out DIR --images N --size S --shards K` with the other options at their
+    /// defaults (10 classes, seed 0, name `train`).
+    pub(crate) fn new(out: PathBuf, images: u64, size: u32, shards: u32) -> Self {
+        GenArgs {
+            out,
+            images,
+            size,
+            shards,
+            classes: 10,
+            seed: 0,
+            name: "train".to_string(),
+        }
+    }
+}
+
 /// Runs `sluice gen`.
 pub(crate) fn run(args: &GenArgs) -> Result<ExitCode> {
+    let written = generate(args)?;
+    println!("sluice gen: wrote {written}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the dataset `args` describe (the shards and `labels.txt`) and says what it wrote.
+pub(crate) fn generate(args: &GenArgs) -> Result<Written> {
     let classes = class_names(args.classes);
     let mut shards = Shards::create(&args.out, &args.name, args.shards)?;
     let digits = decimal_digits(args.images - 1).max(5);
@@ -112,8 +135,7 @@ pub(crate) fn run(args: &GenArgs) -> Result<ExitCode> {
     }
     let written = shards.finish()?;
     write_labels(&args.out, &classes)?;
-    println!("sluice gen: wrote {written}");
-    Ok(ExitCode::SUCCESS)
+    Ok(written)
 }
 
 /// `class_0` ... `class_{n-1}`, zero-padded so that sorting by name keeps label order.

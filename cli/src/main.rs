@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod cat;
 mod common;
 mod convert;
+mod demo;
 mod r#gen;
 mod image_records;
 mod run;
@@ -24,6 +25,7 @@ mod verify;
     about = "Sluice: inspect and verify TFRecord files written by TensorFlow or Sluice.",
     after_help = "\
 Examples:
+  sluice demo
   sluice cat train.tfrecord | head -3
   sluice cat --as raw data.tfrecord.gz
   sluice verify 'data/train.tfrecord-*'
@@ -40,6 +42,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Demo(demo::DemoArgs),
     Cat(cat::CatArgs),
     Verify(verify::VerifyArgs),
     Gen(r#gen::GenArgs),
@@ -50,6 +53,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Demo(args) => demo::run(&args),
         Command::Cat(args) => cat::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Gen(args) => r#gen::run(&args),

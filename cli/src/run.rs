@@ -13,7 +13,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use sluice_core::pipeline_file::PipelineFile;
-use sluice_core::{Element, PipelineStats, StageStats, Tensor, TensorData, Value};
+use sluice_core::{Dataset, Element, PipelineStats, StageStats, Tensor, TensorData, Value};
 use sluice_proto::example::{BytesList, Feature, Features, FloatList, Int64List, feature::Kind};
 use sluice_proto::tfrecord::{Compression, TfRecordWriter};
 use sluice_proto::{Example, TfMessage};
@@ -87,9 +87,9 @@ pub(crate) struct RunArgs {
     seed: Option<u64>,
 }
 
-/// The final JSON object of `--json`.
+/// The final JSON object of `--json` (also part of `sluice demo --json`).
 #[derive(Debug, Serialize)]
-struct Summary<'a> {
+pub(crate) struct Summary<'a> {
     pipeline: Option<&'a str>,
     file: String,
     epochs: u64,
@@ -110,6 +110,115 @@ struct OutputSummary {
     records: u64,
 }
 
+impl<'a> Summary<'a> {
+    /// The summary of `ran`, a run of the pipeline named `pipeline` read from `file`.
+    pub(crate) fn new(pipeline: Option<&'a str>, file: String, ran: &'a Ran) -> Self {
+        Summary {
+            pipeline,
+            file,
+            epochs: ran.epochs,
+            elements: ran.elements,
+            batches: ran.batches,
+            seconds: ran.seconds,
+            elements_per_s: ran.elements_per_s(),
+            skipped: ran.stats.skipped,
+            bottleneck: ran.stats.bottleneck().map(|s| s.name.clone()),
+            stages: &ran.stats.stages,
+            output: None,
+        }
+    }
+}
+
+/// What running a pipeline for some epochs gave.
+pub(crate) struct Ran {
+    /// Epochs run (fewer than asked when `take` stopped the run).
+    pub(crate) epochs: u64,
+    /// Rows through the batch dimension when the output is batched, else elements.
+    pub(crate) elements: u64,
+    /// Batches (0 when the output is not batched).
+    pub(crate) batches: u64,
+    /// Wall time of the epochs.
+    pub(crate) seconds: f64,
+    /// The statistics of every epoch together (see [`merge`]).
+    pub(crate) stats: PipelineStats,
+}
+
+impl Ran {
+    pub(crate) fn elements_per_s(&self) -> f64 {
+        self.elements as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Runs `dataset` for `epochs` epochs, or until `take` pipeline elements in all, with a
+/// progress bar on stderr (on a terminal), handing every element to `each`. `batched`: the
+/// elements are batches, counted by their rows.
+pub(crate) fn run_epochs(
+    dataset: &Dataset,
+    batched: bool,
+    epochs: u64,
+    take: Option<u64>,
+    mut each: impl FnMut(&Element) -> Result<()>,
+) -> Result<Ran> {
+    let bar = progress_bar();
+    let started = Instant::now();
+    let (mut elements, mut batches, mut taken) = (0u64, 0u64, 0u64);
+    let mut stats = Vec::new();
+    let limit = take.unwrap_or(u64::MAX);
+    for epoch in 0..epochs {
+        if taken >= limit {
+            break;
+        }
+        let mut iter = match dataset.iter() {
+            Ok(iter) => iter,
+            Err(e) => {
+                bar.finish_and_clear();
+                return Err(e.into());
+            }
+        };
+        let mut failure = None;
+        for item in iter.by_ref() {
+            let handled =
+                item.map_err(|e| anyhow::Error::new(e).context(format!("epoch {}", epoch + 1)));
+            let handled = handled.and_then(|element| {
+                let rows = if batched { batch_rows(&element)? } else { 1 };
+                each(&element)?;
+                Ok(rows)
+            });
+            match handled {
+                Ok(rows) => {
+                    if batched {
+                        batches += 1;
+                    }
+                    elements += rows;
+                    bar.inc(rows);
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+            taken += 1;
+            if taken >= limit {
+                break;
+            }
+        }
+        stats.push(iter.stats());
+        drop(iter);
+        if let Some(e) = failure {
+            bar.finish_and_clear();
+            return Err(e);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(Ran {
+        epochs: stats.len() as u64,
+        elements,
+        batches,
+        seconds: started.elapsed().as_secs_f64(),
+        stats: merge(&stats),
+    })
+}
+
 /// Runs `sluice run`.
 pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     let mut pipeline = PipelineFile::load(&args.pipeline)?;
@@ -125,87 +234,51 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         Some(dir) => Some(Shards::create(dir, args.shards)?),
         None => None,
     };
-
-    let bar = progress_bar();
-    let started = Instant::now();
-    let (mut elements, mut batches, mut taken) = (0u64, 0u64, 0u64);
-    let mut epochs = Vec::new();
-    let limit = args.take.unwrap_or(u64::MAX);
-    for epoch in 0..args.epochs {
-        if taken >= limit {
-            break;
-        }
-        let mut iter = dataset.iter()?;
-        let mut failure = None;
-        for item in iter.by_ref() {
-            let element = match item {
-                Ok(e) => e,
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            };
-            let rows = if batched { batch_rows(&element)? } else { 1 };
-            if batched {
-                batches += 1;
-            }
-            elements += rows;
-            bar.inc(rows);
-            if let Some(out) = output.as_mut() {
-                out.write(&element, batched)?;
-            }
-            taken += 1;
-            if taken >= limit {
-                break;
-            }
-        }
-        epochs.push(iter.stats());
-        drop(iter);
-        if let Some(e) = failure {
-            bar.finish_and_clear();
-            return Err(anyhow::Error::new(e).context(format!("epoch {}", epoch + 1)));
-        }
-    }
+    let ran = run_epochs(
+        &dataset,
+        batched,
+        args.epochs,
+        args.take,
+        |element| match output.as_mut() {
+            Some(out) => out.write(element, batched),
+            None => Ok(()),
+        },
+    )?;
     let records = match output.take() {
         Some(out) => Some(out.finish()?),
         None => None,
     };
-    bar.finish_and_clear();
-    let seconds = started.elapsed().as_secs_f64();
-    let stats = merge(&epochs);
-    let summary = Summary {
-        pipeline: pipeline.name.as_deref(),
-        file: args.pipeline.display().to_string(),
-        epochs: epochs.len() as u64,
-        elements,
-        batches,
-        seconds,
-        elements_per_s: elements as f64 / seconds.max(1e-9),
-        skipped: stats.skipped,
-        bottleneck: stats.bottleneck().map(|s| s.name.clone()),
-        stages: &stats.stages,
-        output: records.map(|records| OutputSummary {
-            dir: args
-                .output
-                .as_deref()
-                .unwrap_or(Path::new(""))
-                .display()
-                .to_string(),
-            shards: args.shards,
-            records,
-        }),
-    };
+    let mut summary = Summary::new(
+        pipeline.name.as_deref(),
+        args.pipeline.display().to_string(),
+        &ran,
+    );
+    summary.output = records.map(|records| OutputSummary {
+        dir: args
+            .output
+            .as_deref()
+            .unwrap_or(Path::new(""))
+            .display()
+            .to_string(),
+        shards: args.shards,
+        records,
+    });
     let mut out = io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&summary)?)?;
     } else {
-        print_report(&mut out, &summary, &stats)?;
+        print_report(&mut out, &summary, &ran.stats)?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_report(out: &mut impl Write, s: &Summary<'_>, stats: &PipelineStats) -> io::Result<()> {
+/// The per-stage table with the bottleneck, then the totals (and what `--output` wrote).
+pub(crate) fn print_report(
+    out: &mut impl Write,
+    s: &Summary<'_>,
+    stats: &PipelineStats,
+) -> io::Result<()> {
     let name = s.pipeline.map(|n| format!("{n} ({})", s.file));
     writeln!(
         out,
