@@ -284,7 +284,9 @@ pub unsafe fn free(ptr: *mut u8, len: usize) {
 /// (`crate-type = ["cdylib"]`) and for `wasm32-unknown-unknown` unchanged.
 ///
 /// The exported functions carry `#[allow(unsafe_code)]` (exported symbols are `unsafe` in
-/// Rust 2024), so a plugin crate may `#![deny(unsafe_code)]` (not `forbid`).
+/// Rust 2024), so a plugin crate may `#![deny(unsafe_code)]` (not `forbid`). The symbols are
+/// global: a binary can link at most one plugin crate as a Rust library (tests comparing a
+/// plugin with its loaded build use one test binary per plugin crate).
 #[macro_export]
 macro_rules! export_plugin {
     ($plugin:ty) => {

@@ -625,6 +625,26 @@ mod tests {
         }
     }
 
+    /// The example of `sdk/ABI.md` §5, byte for byte.
+    #[test]
+    fn the_abi_documents_example_bytes() {
+        let mut enc = Encoder::new(&[0]);
+        enc.element(1);
+        enc.numeric("x", DType::I64, &[], &7i64.to_le_bytes());
+        let want: Vec<u8> = [
+            &b"SLB1"[..],
+            &[1, 0, 0, 0, 0, 0, 0, 0],
+            &[1, 0, 0, 0],
+            &[1, 0, 0, 0, b'x'],
+            &[3, 0, 0, 0],
+            &[1, 0, 0, 0, 0, 0, 0, 0],
+            &[0; 7],
+            &[7, 0, 0, 0, 0, 0, 0, 0],
+        ]
+        .concat();
+        assert_eq!(enc.finish(), want);
+    }
+
     #[test]
     fn numeric_payloads_are_8_byte_aligned() {
         let mut enc = Encoder::new(&[0]);
