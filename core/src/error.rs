@@ -89,6 +89,23 @@ pub enum Error {
         /// What is wrong, with the closest valid key for a misspelt one.
         message: String,
     },
+    /// A `plugin` stage of a pipeline file could not be made: no loader was given, the file
+    /// is missing or not a plugin, or the plugin refused its config. Raised by
+    /// `PipelineFile::build_with` before anything runs; `error` is the loader's error.
+    #[error("stage {stage} (plugin {}): {error}", path.display())]
+    Plugin {
+        /// The stage's number in the file (1-based).
+        stage: usize,
+        /// The plugin file, as the pipeline names it.
+        path: PathBuf,
+        /// What went wrong.
+        error: Box<Error>,
+    },
+    /// A pipeline with a `plugin` stage was built without a plugin loader.
+    #[error(
+        "this build has no plugin loader; run it with `sluice run` or PipelineFile::build_with"
+    )]
+    NoPluginLoader,
     /// A worker thread panicked (a bug in a closure); the pipeline stops.
     #[error("{stage}: a worker panicked: {message}")]
     Panic {
@@ -131,10 +148,11 @@ impl Error {
         Error::User(error.into())
     }
 
-    /// The innermost error, below any [`Error::Stage`] context.
+    /// The innermost error, below any [`Error::Stage`] or [`Error::Plugin`] context.
     pub fn root(&self) -> &Error {
         match self {
             Error::Stage { source, .. } => source.root(),
+            Error::Plugin { error, .. } => error.root(),
             other => other,
         }
     }

@@ -1,6 +1,7 @@
 //! The stage trait and what a stage receives when it is built.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -23,6 +24,12 @@ use crate::stream::{BoxStream, Instrumented};
 pub trait Stage: Send + Sync + fmt::Debug + 'static {
     /// The stage's kind, e.g. `"map"`.
     fn name(&self) -> &'static str;
+
+    /// The name stats show for this stage. Default: [`Stage::name`]; a stage running
+    /// user code may name that code (e.g. `plugin:gaussian_noise`).
+    fn display_name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self.name())
+    }
 
     /// Starts the stage for one epoch over its inputs (opened or not, as it needs).
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream>;
@@ -251,7 +258,9 @@ pub(crate) fn build_node(
         .iter()
         .filter_map(|d| shared.indices.get(&d.node_key()).copied())
         .collect();
-    let metrics = shared.stats.register(index, stage.name(), input_indices);
+    let metrics = shared
+        .stats
+        .register(index, &stage.display_name(), input_indices);
     let ctx = BuildContext {
         shared: Arc::clone(shared),
         epoch,

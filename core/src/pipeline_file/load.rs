@@ -184,6 +184,7 @@ impl Loader<'_> {
             "cache" => StageSpec::Cache(self.de(v, &context)?),
             "prefetch" => StageSpec::Prefetch(self.de(v, &context)?),
             "image_ops" => StageSpec::ImageOps(self.de::<ImageOpsSpec>(v, &context)?),
+            "plugin" => StageSpec::Plugin(self.de(v, &context)?),
             other => {
                 let mut message = format!(
                     "stage {}: unknown stage kind `{other}`, expected one of {}",

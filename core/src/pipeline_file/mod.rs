@@ -46,8 +46,11 @@
 //!   [`Error::PipelineFile`] with the line and column, and for a misspelt name the closest
 //!   valid one (`did you mean `batch_size`?`).
 //! - `map` and `filter` take Rust closures and `zip` / `concatenate` / `sample_from` take
-//!   several pipelines, so a file cannot express them; plugin stages (WASM or native
-//!   transforms with a config table) will join the format with the plugin hosts.
+//!   several pipelines, so a file cannot express them. User transforms go in as `plugin`
+//!   stages ([`PluginStageSpec`]: a plugin file and its config table); core cannot load
+//!   plugins itself, so [`PipelineFile::build_with`] takes a [`PluginLoader`]
+//!   (`sluice_plugins::Loader`, which `sluice run` uses), and [`PipelineFile::build`]
+//!   refuses a plugin stage with [`Error::NoPluginLoader`].
 //!
 //! A runnable example, on the image fixtures beside the repository:
 //!
@@ -99,6 +102,7 @@
 
 mod load;
 mod options;
+mod plugin;
 mod source;
 mod stage;
 mod validate;
@@ -112,6 +116,7 @@ use crate::error::{Error, Result};
 use crate::sources::files::FilesSpec;
 
 pub use options::{ByteSize, OptionsSpec};
+pub use plugin::{LoadedPlugin, NoPluginLoader, PluginLimits, PluginLoader, PluginStageSpec};
 pub use source::SourceSpec;
 pub use stage::{
     CacheEntry, FeatureEntry, FeatureKind, PadDim, PaddedBatchEntry, ParseExampleEntry,
@@ -180,6 +185,27 @@ impl PipelineFile {
         self
     }
 
+    /// This pipeline with every `plugin` stage's file looked up in `dir`: its `path`
+    /// becomes `dir/<the path's file name>` (what `sluice run --plugin-dir DIR` does).
+    pub fn with_plugin_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        let dir = dir.as_ref();
+        for stage in &mut self.stages {
+            if let StageSpec::Plugin(p) = stage
+                && let Some(name) = p.path.file_name()
+            {
+                p.path = dir.join(name);
+            }
+        }
+        self
+    }
+
+    /// Whether any stage is a `plugin` stage (which needs [`PipelineFile::build_with`]).
+    pub fn has_plugins(&self) -> bool {
+        self.stages
+            .iter()
+            .any(|s| matches!(s, StageSpec::Plugin(_)))
+    }
+
     /// Checks every value (also done by [`PipelineFile::build`]), for a pipeline made in
     /// Rust rather than read from a file. The error names the key, e.g. `stage[2].batch_size`.
     pub fn validate(&self) -> Result<()> {
@@ -210,15 +236,43 @@ impl PipelineFile {
     /// Builds the [`Dataset`]: checks the values, resolves the file patterns (a pattern
     /// matching nothing is [`Error::NoMatch`]), and chains the stages in order with the
     /// options. Each `iter()` of the result runs one epoch.
+    ///
+    /// A `plugin` stage needs a loader: here it is [`Error::Plugin`] wrapping
+    /// [`Error::NoPluginLoader`]; use [`PipelineFile::build_with`].
     pub fn build(&self) -> Result<Dataset> {
+        self.build_with(&NoPluginLoader)
+    }
+
+    /// [`PipelineFile::build`] with `loader` loading the plugins of `plugin` stages. The
+    /// plugins are loaded first, in file order, before the data files are looked up: a
+    /// missing file, a file that is not a plugin or a config the plugin refuses is
+    /// [`Error::Plugin`] naming the stage and file.
+    pub fn build_with(&self, loader: &dyn PluginLoader) -> Result<Dataset> {
         self.validate()?;
+        let mut plugins = Vec::new();
+        for (i, stage) in self.stages.iter().enumerate() {
+            if let StageSpec::Plugin(p) = stage {
+                let loaded = loader.load(p).map_err(|error| Error::Plugin {
+                    stage: i + 1,
+                    path: p.path.clone(),
+                    error: Box::new(error),
+                })?;
+                plugins.push(loaded);
+            }
+        }
+        let mut plugins = plugins.into_iter();
         let files = Dataset::files_with(FilesSpec {
             patterns: self.source.patterns(),
             shuffle: self.source.shuffle_files,
         })?;
         let mut dataset = files.read_tfrecord(self.source.reader());
         for stage in &self.stages {
-            dataset = stage.apply(&dataset);
+            dataset = match stage {
+                StageSpec::Plugin(p) => {
+                    p.attach(&dataset, plugins.next().expect("one per plugin stage"))
+                }
+                other => other.apply(&dataset)?,
+            };
         }
         Ok(dataset.with_options(self.options.to_options()))
     }
@@ -536,5 +590,197 @@ kind = "prefetch"
         let json = r#"{"source": {"files": ["x"]}, "stage": [{"kind": "batch", "batch_size": 4}]}"#;
         let p: PipelineFile = serde_json::from_str(json).unwrap();
         assert_eq!(p.stages, [StageSpec::Batch(BatchSpec::new(4))]);
+    }
+
+    const PLUGIN: &str = "[source]\nfiles = ['x']\n\n[[stage]]\nkind = \"plugin\"\npath = \"target/release/libsluice_example_noise.so\"\n";
+
+    #[test]
+    fn a_plugin_stage_reads_its_config_as_json() {
+        let p = PipelineFile::from_toml(&format!(
+            "{PLUGIN}config = {{ sigma = 0.05, p = 1, name = \"n\", on = true, sizes = [1, 2.5], nested = {{ k = \"v\" }} }}\nnum_parallel = \"auto\"\nchunk_size = 16\ndeterministic = false\nlimits = {{ memory = \"64MiB\", time_ms = 1000 }}\n"
+        ))
+        .unwrap();
+        let StageSpec::Plugin(s) = &p.stages[0] else {
+            unreachable!()
+        };
+        assert_eq!(p.stages[0].kind(), "plugin");
+        assert_eq!(
+            s.path,
+            Path::new("target/release/libsluice_example_noise.so")
+        );
+        assert_eq!(
+            s.config_json(),
+            serde_json::json!({
+                "sigma": 0.05, "p": 1, "name": "n", "on": true,
+                "sizes": [1, 2.5], "nested": {"k": "v"}
+            })
+        );
+        assert_eq!(
+            s.map_chunks_spec(),
+            crate::stages::map_chunks::MapChunksSpec::new(16)
+                .num_parallel(NumParallel::Auto)
+                .deterministic(false)
+        );
+        assert_eq!(s.limits.memory, Some(ByteSize(64 << 20)));
+        assert_eq!(s.limits.time_ms, Some(1000));
+        assert!(p.has_plugins());
+
+        // The defaults: no config, sequential, 64 per call, in order, no limits.
+        let p = PipelineFile::from_toml(PLUGIN).unwrap();
+        assert_eq!(
+            p.stages[0],
+            StageSpec::Plugin(PluginStageSpec::new(
+                "target/release/libsluice_example_noise.so"
+            ))
+        );
+        let StageSpec::Plugin(s) = &p.stages[0] else {
+            unreachable!()
+        };
+        assert_eq!(s.config_json(), serde_json::json!({}));
+        assert_eq!(
+            s.map_chunks_spec(),
+            crate::stages::map_chunks::MapChunksSpec::default()
+        );
+        assert!(s.limits.is_empty());
+    }
+
+    #[test]
+    fn plugin_stage_mistakes_have_a_line_column_and_suggestion() {
+        // An unknown key, with the closest one.
+        let (loc, msg) = err(&format!("{PLUGIN}chunk_sise = 8\n"));
+        assert_eq!(loc, Some((7, 1)), "{msg}");
+        assert!(
+            msg.starts_with("stage 1 (plugin): unknown field `chunk_sise`"),
+            "{msg}"
+        );
+        assert!(msg.ends_with("did you mean `chunk_size`?"), "{msg}");
+        let (_, msg) = err(&format!("{PLUGIN}limits = {{ mem = \"1MiB\" }}\n"));
+        assert!(msg.contains("unknown field `mem`"), "{msg}");
+        assert!(msg.ends_with("did you mean `memory`?"), "{msg}");
+        // A missing path.
+        let (_, msg) = err("[source]\nfiles = ['x']\n[[stage]]\nkind = \"plugin\"\n");
+        assert!(msg.contains("missing field `path`"), "{msg}");
+
+        // num_parallel: a type error and an impossible value.
+        let (loc, msg) = err(&format!("{PLUGIN}num_parallel = \"many\"\n"));
+        assert_eq!(loc.map(|l| l.0), Some(7), "{msg}");
+        assert!(msg.contains("a number of threads or \"auto\""), "{msg}");
+        let (loc, msg) = err(&format!("{PLUGIN}num_parallel = 0\n"));
+        assert_eq!(loc, Some((7, 16)), "{msg}");
+        assert!(
+            msg.starts_with("plugin: `num_parallel` must be at least 1"),
+            "{msg}"
+        );
+
+        // chunk_size 0, limits out of range.
+        let (loc, msg) = err(&format!("{PLUGIN}chunk_size = 0\n"));
+        assert_eq!(loc, Some((7, 14)), "{msg}");
+        assert_eq!(msg, "plugin: `chunk_size` must be at least 1");
+        let (loc, msg) = err(&format!("{PLUGIN}limits = {{ memory = \"1KiB\" }}\n"));
+        assert_eq!(loc, Some((7, 21)), "{msg}");
+        assert!(msg.contains("at least 64KiB"), "{msg}");
+        let (loc, msg) = err(&format!("{PLUGIN}[stage.limits]\ntime_ms = 0\n"));
+        assert_eq!(loc, Some((8, 11)), "{msg}");
+        assert!(msg.contains("`limits.time_ms` must be at least 1"), "{msg}");
+        let (_, msg) = err(&format!("{PLUGIN}path = \"\"\n")
+            .replace("path = \"target/release/libsluice_example_noise.so\"\n", ""));
+        assert!(msg.contains("`path` must name the plugin file"), "{msg}");
+    }
+
+    #[test]
+    fn plugin_config_refuses_what_json_cannot_hold() {
+        let (loc, msg) = err(&format!(
+            "{PLUGIN}[stage.config]\nsigma = 0.1\nwhen = 1979-05-27T07:32:00Z\n"
+        ));
+        assert_eq!(loc.map(|l| l.0), Some(9), "{msg}");
+        assert!(
+            msg.contains("datetimes cannot be given to a plugin"),
+            "{msg}"
+        );
+        assert!(msg.contains("\"1979-05-27T07:32:00Z\""), "{msg}");
+        let (loc, msg) = err(&format!("{PLUGIN}config = {{ a = [1, inf] }}\n"));
+        assert_eq!(loc.map(|l| l.0), Some(7), "{msg}");
+        assert!(msg.contains("not a finite number"), "{msg}");
+        let (_, msg) = err(&format!("{PLUGIN}config = 3\n"));
+        assert!(msg.contains("`config` must be a table"), "{msg}");
+    }
+
+    #[test]
+    fn build_without_a_loader_refuses_a_plugin_stage() {
+        let p = PipelineFile::from_toml(&format!("{PLUGIN}config = {{ sigma = 0.1 }}\n")).unwrap();
+        let e = p.build().unwrap_err();
+        match &e {
+            Error::Plugin { stage, path, error } => {
+                assert_eq!(*stage, 1);
+                assert_eq!(path, Path::new("target/release/libsluice_example_noise.so"));
+                assert!(matches!(**error, Error::NoPluginLoader), "{error}");
+            }
+            other => panic!("not a plugin error: {other:?}"),
+        }
+        assert!(matches!(e.root(), Error::NoPluginLoader));
+        assert_eq!(
+            e.to_string(),
+            "stage 1 (plugin target/release/libsluice_example_noise.so): this build has no \
+             plugin loader; run it with `sluice run` or PipelineFile::build_with"
+        );
+        assert!(matches!(
+            p.stages[0].apply(&Dataset::range(0, 1)).unwrap_err(),
+            Error::NoPluginLoader
+        ));
+    }
+
+    #[test]
+    fn build_with_loads_plugins_before_looking_for_data() {
+        struct Recording(std::sync::Mutex<Vec<PluginStageSpec>>);
+        impl PluginLoader for Recording {
+            fn load(&self, spec: &PluginStageSpec) -> Result<LoadedPlugin> {
+                self.0.lock().unwrap().push(spec.clone());
+                if spec.config.contains_key("bad") {
+                    return Err(Error::invalid("unknown key \"bad\""));
+                }
+                Ok(LoadedPlugin {
+                    name: "identity".into(),
+                    fingerprint: "identity 1".into(),
+                    chunk_fn: std::sync::Arc::new(|chunk, _| {
+                        Ok(chunk.into_iter().enumerate().collect())
+                    }),
+                })
+            }
+        }
+        let loader = Recording(Default::default());
+        let p = PipelineFile::from_toml(&format!(
+            "{PLUGIN}config = {{ sigma = 0.1 }}\n[[stage]]\nkind = \"batch\"\nbatch_size = 2\n[[stage]]\nkind = \"plugin\"\npath = \"b.so\"\nconfig = {{ bad = 1 }}\n"
+        ))
+        .unwrap();
+        let e = p.build_with(&loader).unwrap_err();
+        assert_eq!(e.to_string(), "stage 3 (plugin b.so): unknown key \"bad\"");
+        assert_eq!(loader.0.lock().unwrap().len(), 2);
+        assert_eq!(
+            loader.0.lock().unwrap()[0].config_json(),
+            serde_json::json!({"sigma": 0.1})
+        );
+        // With good plugins, the next problem is the data (the plugins loaded first).
+        let p = PipelineFile::from_toml(&format!("{PLUGIN}config = {{ sigma = 0.1 }}\n"))
+            .unwrap()
+            .with_data_dir("/nonexistent-sluice-dir");
+        assert!(matches!(
+            p.build_with(&loader).unwrap_err(),
+            Error::NoMatch { .. }
+        ));
+    }
+
+    #[test]
+    fn a_plugin_dir_replaces_the_plugin_paths_directory() {
+        let p = PipelineFile::from_toml(PLUGIN)
+            .unwrap()
+            .with_plugin_dir("target/debug/deps");
+        let StageSpec::Plugin(s) = &p.stages[0] else {
+            unreachable!()
+        };
+        assert_eq!(
+            s.path,
+            Path::new("target/debug/deps/libsluice_example_noise.so")
+        );
+        assert!(!PipelineFile::from_toml(SRC).unwrap().has_plugins());
     }
 }

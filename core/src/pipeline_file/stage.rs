@@ -21,6 +21,9 @@ use crate::stages::skip::SkipSpec;
 use crate::stages::take::TakeSpec;
 use crate::stages::unbatch::UnbatchSpec;
 
+use crate::error::Result;
+
+use super::plugin::{NoPluginLoader, PluginLoader, PluginStageSpec};
 use super::validate::{Problem, Seg, check_image_ops, check_num_parallel, under};
 
 /// One `[[stage]]` table: `kind` names the stage, the other keys are its parameters. Stages
@@ -32,8 +35,8 @@ use super::validate::{Problem, Seg, check_image_ops, check_num_parallel, under};
 /// [`CacheEntry`], [`PrefetchEntry`]) that [`StageSpec::apply`] converts.
 ///
 /// `map` and `filter` take Rust closures and `zip`, `concatenate` and `sample_from` take
-/// several pipelines, so a file cannot express them; plugin stages (WASM or native) will
-/// join this list when the plugin hosts land.
+/// several pipelines, so a file cannot express them; a user transform goes in a file as a
+/// `plugin` stage ([`PluginStageSpec`]), loaded by a [`PluginLoader`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StageSpec {
@@ -63,6 +66,8 @@ pub enum StageSpec {
     Prefetch(PrefetchEntry),
     /// `image_ops`: decode and augment images with the built-in ops.
     ImageOps(ImageOpsSpec),
+    /// `plugin`: a native or WASM plugin with a config table (needs a [`PluginLoader`]).
+    Plugin(PluginStageSpec),
 }
 
 impl StageSpec {
@@ -81,6 +86,7 @@ impl StageSpec {
         "cache",
         "prefetch",
         "image_ops",
+        "plugin",
     ];
 
     /// The stage's `kind`.
@@ -99,12 +105,20 @@ impl StageSpec {
             StageSpec::Cache(_) => "cache",
             StageSpec::Prefetch(_) => "prefetch",
             StageSpec::ImageOps(_) => "image_ops",
+            StageSpec::Plugin(_) => "plugin",
         }
     }
 
-    /// `dataset` followed by this stage.
-    pub fn apply(&self, dataset: &Dataset) -> Dataset {
-        match self {
+    /// `dataset` followed by this stage; a `plugin` stage is
+    /// [`Error::NoPluginLoader`](crate::Error::NoPluginLoader) (use
+    /// [`StageSpec::apply_with`]).
+    pub fn apply(&self, dataset: &Dataset) -> Result<Dataset> {
+        self.apply_with(dataset, &NoPluginLoader)
+    }
+
+    /// `dataset` followed by this stage, a `plugin` stage's plugin loaded by `loader`.
+    pub fn apply_with(&self, dataset: &Dataset, loader: &dyn PluginLoader) -> Result<Dataset> {
+        Ok(match self {
             StageSpec::Shard(s) => dataset.shard(s.num_shards, s.index),
             StageSpec::Interleave(s) => dataset.interleave(*s),
             StageSpec::ParseExample(s) => dataset.parse_example(s.to_spec()),
@@ -118,7 +132,8 @@ impl StageSpec {
             StageSpec::Cache(s) => dataset.cache(s.to_spec()),
             StageSpec::Prefetch(s) => dataset.prefetch(s.buffer_size),
             StageSpec::ImageOps(s) => dataset.image_ops(s.clone()),
-        }
+            StageSpec::Plugin(s) => return s.apply(dataset, loader),
+        })
     }
 
     /// Checks the parameters; `base` is the stage's path (`stage[i]`).
@@ -199,6 +214,7 @@ impl StageSpec {
                 }
             }
             StageSpec::ImageOps(s) => check_image_ops(base, s)?,
+            StageSpec::Plugin(s) => s.check(base)?,
         }
         Ok(())
     }

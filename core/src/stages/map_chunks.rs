@@ -9,6 +9,7 @@
 //! skip per failed chunk).
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -72,12 +73,14 @@ impl MapChunksSpec {
 pub type ChunkFn =
     Arc<dyn Fn(Vec<Element>, &mut [ElementRng]) -> Result<Vec<(usize, Element)>> + Send + Sync>;
 
-/// A running `map_chunks` definition: a spec, a function, and a label for fingerprints.
+/// A running `map_chunks` definition: a spec, a function, a label for fingerprints, and
+/// optionally the name stats show for it.
 #[derive(Clone)]
 pub struct MapChunksStage {
     spec: MapChunksSpec,
     f: ChunkFn,
     label: String,
+    display_name: Option<String>,
 }
 
 impl std::fmt::Debug for MapChunksStage {
@@ -85,6 +88,7 @@ impl std::fmt::Debug for MapChunksStage {
         f.debug_struct("MapChunksStage")
             .field("spec", &self.spec)
             .field("label", &self.label)
+            .field("display_name", &self.display_name)
             .finish()
     }
 }
@@ -96,7 +100,15 @@ impl MapChunksStage {
             spec,
             f,
             label: label.into(),
+            display_name: None,
         }
+    }
+
+    /// The same stage, shown as `name` in stats (e.g. `plugin:gaussian_noise`) instead of
+    /// `map_chunks`.
+    pub fn with_display_name(mut self, name: impl Into<String>) -> Self {
+        self.display_name = Some(name.into());
+        self
     }
 }
 
@@ -141,6 +153,13 @@ fn run_chunk(f: &ChunkFn, chunk: Vec<Element>, key: crate::rng::StreamKey) -> Re
 impl Stage for MapChunksStage {
     fn name(&self) -> &'static str {
         "map_chunks"
+    }
+
+    fn display_name(&self) -> Cow<'_, str> {
+        match &self.display_name {
+            Some(name) => Cow::Borrowed(name),
+            None => Cow::Borrowed(self.name()),
+        }
     }
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {

@@ -1,0 +1,333 @@
+//! `kind = "plugin"`: a user transform loaded from a file (a native library or, with the
+//! WASM host, a WASM module), run over chunks of elements by `map_chunks`.
+//!
+//! `sluice-core` knows the stage's parameters but cannot load plugins (the hosts live in
+//! `sluice-plugins`, which depends on this crate): [`PipelineFile::build_with`] takes a
+//! [`PluginLoader`] that turns a [`PluginStageSpec`] into a [`LoadedPlugin`].
+//!
+//! [`PipelineFile::build_with`]: super::PipelineFile::build_with
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::stage::NumParallel;
+use crate::stages::map_chunks::{ChunkFn, MapChunksSpec, MapChunksStage};
+
+use super::options::ByteSize;
+use super::validate::{Problem, Seg, check_num_parallel, under};
+
+/// The smallest `limits.memory`: one WASM page.
+const MIN_MEMORY: u64 = 64 << 10;
+
+/// A `plugin` stage as written in a file:
+///
+/// ```toml
+/// [[stage]]
+/// kind = "plugin"
+/// path = "target/release/libsluice_example_noise.so"
+/// config = { sigma = 0.05, p = 0.5 }
+/// num_parallel = "auto"
+/// chunk_size = 64
+/// ```
+///
+/// `path` is relative to the current directory (as the source's files are);
+/// [`PipelineFile::with_plugin_dir`](super::PipelineFile::with_plugin_dir) looks every
+/// plugin up in one directory instead. `config` is given to the plugin as a JSON object
+/// (TOML tables, arrays, strings, numbers and booleans map to their JSON counterparts;
+/// datetimes and non-finite floats, which JSON lacks, are refused).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginStageSpec {
+    /// The plugin file: `.so` / `.dylib` / `.dll` (native) or `.wasm` / `.wat` (WASM).
+    pub path: PathBuf,
+    /// The plugin's configuration (default: an empty table), checked by the plugin when it
+    /// is loaded.
+    #[serde(default, deserialize_with = "json_table")]
+    pub config: Map<String, Value>,
+    /// Worker threads: sequential (default), a number, or `"auto"`.
+    #[serde(default, skip_serializing_if = "is_sequential")]
+    pub num_parallel: NumParallel,
+    /// Elements per plugin call (default 64, ≥ 1).
+    #[serde(default = "default_chunk_size")]
+    pub chunk_size: usize,
+    /// Keep the input order with several threads (default true).
+    #[serde(default = "yes")]
+    pub deterministic: bool,
+    /// Resource limits, for WASM plugins only (a native plugin runs in the host process
+    /// and cannot be limited).
+    #[serde(default, skip_serializing_if = "PluginLimits::is_empty")]
+    pub limits: PluginLimits,
+}
+
+fn default_chunk_size() -> usize {
+    MapChunksSpec::default().chunk_size
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_sequential(n: &NumParallel) -> bool {
+    *n == NumParallel::Sequential
+}
+
+/// The `limits` table of a `plugin` stage: what one instance of a WASM plugin may use.
+/// Native plugins run in the host process and cannot be limited, so a loader refuses
+/// limits on them.
+///
+/// ```toml
+/// limits = { memory = "64MiB", time_ms = 1000 }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginLimits {
+    /// The most linear memory an instance may grow to (at least 64KiB, one WASM page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<ByteSize>,
+    /// The longest one call may run, in milliseconds (≥ 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_ms: Option<u64>,
+}
+
+impl PluginLimits {
+    /// No limit set.
+    pub fn is_empty(&self) -> bool {
+        self.memory.is_none() && self.time_ms.is_none()
+    }
+}
+
+impl PluginStageSpec {
+    /// A stage running the plugin at `path` with an empty config, sequentially, 64
+    /// elements per call.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        PluginStageSpec {
+            path: path.into(),
+            config: Map::new(),
+            num_parallel: NumParallel::Sequential,
+            chunk_size: default_chunk_size(),
+            deterministic: true,
+            limits: PluginLimits::default(),
+        }
+    }
+
+    /// How the stage runs.
+    pub fn map_chunks_spec(&self) -> MapChunksSpec {
+        MapChunksSpec {
+            chunk_size: self.chunk_size,
+            num_parallel: self.num_parallel,
+            deterministic: self.deterministic,
+        }
+    }
+
+    /// `config` as the JSON object the plugin receives.
+    pub fn config_json(&self) -> Value {
+        Value::Object(self.config.clone())
+    }
+
+    /// `dataset` followed by this stage, the plugin loaded by `loader`.
+    pub fn apply(&self, dataset: &Dataset, loader: &dyn PluginLoader) -> Result<Dataset> {
+        Ok(self.attach(dataset, loader.load(self)?))
+    }
+
+    /// `dataset` followed by this stage running `loaded` (this stage's plugin, loaded).
+    pub fn attach(&self, dataset: &Dataset, loaded: LoadedPlugin) -> Dataset {
+        let label = format!(
+            "plugin {} ({}) config {}",
+            loaded.fingerprint,
+            self.path.display(),
+            self.config_json()
+        );
+        Dataset::from_stage(
+            MapChunksStage::new(self.map_chunks_spec(), loaded.chunk_fn, label)
+                .with_display_name(format!("plugin:{}", loaded.name)),
+            vec![dataset.clone()],
+        )
+    }
+
+    pub(super) fn check(&self, base: &[Seg]) -> Result<(), Problem> {
+        if self.path.as_os_str().is_empty() {
+            return Err(Problem::new(
+                under(base, &["path"]),
+                "plugin: `path` must name the plugin file",
+            ));
+        }
+        if self.chunk_size == 0 {
+            return Err(Problem::new(
+                under(base, &["chunk_size"]),
+                "plugin: `chunk_size` must be at least 1",
+            ));
+        }
+        check_num_parallel(base, "plugin", self.num_parallel)?;
+        if let Some(m) = self.limits.memory
+            && m.0 < MIN_MEMORY
+        {
+            return Err(Problem::new(
+                under(base, &["limits", "memory"]),
+                format!("plugin: `limits.memory` must be at least 64KiB (one WASM page), got {m}"),
+            ));
+        }
+        if self.limits.time_ms == Some(0) {
+            return Err(Problem::new(
+                under(base, &["limits", "time_ms"]),
+                "plugin: `limits.time_ms` must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A plugin made ready to run by a [`PluginLoader`].
+#[derive(Clone)]
+pub struct LoadedPlugin {
+    /// The plugin's name (stats show the stage as `plugin:NAME`).
+    pub name: String,
+    /// What identifies the plugin's code (e.g. name, version and file), for cache
+    /// fingerprints; the path and config are added to it.
+    pub fingerprint: String,
+    /// The function `map_chunks` runs: one plugin call per chunk.
+    pub chunk_fn: ChunkFn,
+}
+
+impl fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("name", &self.name)
+            .field("fingerprint", &self.fingerprint)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Loads the plugin of a `plugin` stage: picks a host for the file, creates the plugin
+/// with its config (so an invalid config is reported before anything runs) and gives
+/// back the function to run. `sluice_plugins::Loader` is the loader of the plugin hosts.
+pub trait PluginLoader {
+    /// The plugin of `spec`, ready to run.
+    fn load(&self, spec: &PluginStageSpec) -> Result<LoadedPlugin>;
+}
+
+/// The loader of [`PipelineFile::build`](super::PipelineFile::build): refuses every plugin
+/// with [`Error::NoPluginLoader`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoPluginLoader;
+
+impl PluginLoader for NoPluginLoader {
+    fn load(&self, _: &PluginStageSpec) -> Result<LoadedPlugin> {
+        Err(Error::NoPluginLoader)
+    }
+}
+
+/// `config`: a table whose values become JSON, refusing what JSON cannot hold.
+fn json_table<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
+    match Json::deserialize(d)?.0 {
+        Value::Object(map) => Ok(map),
+        other => Err(serde::de::Error::custom(format!(
+            "`config` must be a table, got {}",
+            json_kind(&other)
+        ))),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "a table",
+    }
+}
+
+/// The key under which the `toml` crate hands a datetime to a deserializer.
+const TOML_DATETIME: &str = "$__toml_private_datetime";
+
+/// A JSON value deserialized from any format, refusing datetimes and non-finite floats.
+struct Json(Value);
+
+impl<'de> Deserialize<'de> for Json {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> serde::de::Visitor<'de> for JsonVisitor {
+    type Value = Json;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a table, array, string, number or boolean")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Json, E> {
+        Ok(Json(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Json, E> {
+        Ok(Json(Value::from(v)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Json, E> {
+        Ok(Json(Value::from(v)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Json, E> {
+        serde_json::Number::from_f64(v)
+            .map(|n| Json(Value::Number(n)))
+            .ok_or_else(|| {
+                E::custom(format!(
+                    "plugin config: {v} is not a finite number, which JSON cannot hold"
+                ))
+            })
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Json, E> {
+        Ok(Json(Value::String(v.to_string())))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Json, E> {
+        Ok(Json(Value::String(v)))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Json, E> {
+        Ok(Json(Value::Null))
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Json, E> {
+        Ok(Json(Value::Null))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json, D::Error> {
+        Json::deserialize(d)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Json(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Json(Value::Array(out)))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == TOML_DATETIME {
+                let Json(text) = map.next_value()?;
+                let text = text.as_str().unwrap_or_default().to_string();
+                return Err(serde::de::Error::custom(format!(
+                    "plugin config: datetimes cannot be given to a plugin (its config is JSON); \
+                     write it as a string: \"{text}\""
+                )));
+            }
+            let Json(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Json(Value::Object(out)))
+    }
+}
