@@ -74,6 +74,32 @@ pub enum Error {
         /// What is missing or wrong.
         message: String,
     },
+    /// A pipeline file names a plugin by a file whose extension no host takes.
+    #[error(
+        "{path}: not a plugin file: {extension} (expected .so, .dylib or .dll for a native plugin, .wasm or .wat for a WASM plugin)"
+    )]
+    UnknownExtension {
+        /// The plugin file.
+        path: PathBuf,
+        /// The extension, as the message shows it (`the extension .txt`, `no extension`).
+        extension: String,
+    },
+    /// A WASM plugin, but this build has no WASM host.
+    #[error(
+        "{path}: WASM plugins need the WASM host (sluice-wasm), which this build does not have yet"
+    )]
+    NoWasmHost {
+        /// The plugin file.
+        path: PathBuf,
+    },
+    /// `limits` were given for a native plugin, which cannot be limited.
+    #[error(
+        "{path}: `limits` apply to WASM plugins only: a native plugin runs inside the host process and cannot be limited (remove `limits`, or use the plugin's .wasm build)"
+    )]
+    NativeLimits {
+        /// The plugin file.
+        path: PathBuf,
+    },
     /// The configuration could not be turned into the plugin's JSON.
     #[error("plugin {plugin}: configuration: {message}")]
     Config {

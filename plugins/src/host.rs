@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rand::RngCore;
 use sluice_core::rng::ElementRng;
-use sluice_core::stages::map_chunks::{ChunkFn, MapChunksSpec};
+use sluice_core::stages::map_chunks::{ChunkFn, MapChunksSpec, MapChunksStage};
 use sluice_core::{DType as CoreDType, Dataset, Element, Tensor, TensorData, Value};
 use sluice_sdk::abi::status;
 use sluice_sdk::wire::{DType, Data, Encoder, decode_batch};
@@ -110,13 +110,26 @@ impl PluginStage {
         self.backend.info()
     }
 
+    /// Where the plugin was loaded from (its file, for a native plugin).
+    pub fn source(&self) -> String {
+        self.backend.source()
+    }
+
     /// This plugin as a pipeline stage after `dataset`, one call per chunk of
-    /// `spec.chunk_size` elements, on `spec.num_parallel` threads.
+    /// `spec.chunk_size` elements, on `spec.num_parallel` threads; stats show it as
+    /// `plugin:NAME`.
     pub fn apply(self: &Arc<Self>, dataset: &Dataset, spec: MapChunksSpec) -> Dataset {
-        dataset.map_chunks_labelled(
-            spec,
-            self.chunk_fn(),
-            &format!("plugin {} ({})", self.info().name, self.backend.source()),
+        let label = format!(
+            "plugin {} {} ({}) config {}",
+            self.info().name,
+            self.info().version,
+            self.backend.source(),
+            String::from_utf8_lossy(&self.config)
+        );
+        Dataset::from_stage(
+            MapChunksStage::new(spec, self.chunk_fn(), label)
+                .with_display_name(format!("plugin:{}", self.info().name)),
+            vec![dataset.clone()],
         )
     }
 

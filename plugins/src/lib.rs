@@ -34,13 +34,17 @@
 //! - Libraries are never unloaded while a stage or instance uses them; unloading is not
 //!   supported.
 //! - Elements must meet the plugin's declared input contract ([`Error::Contract`]).
+//! - Pipeline files: [`Loader`] loads the plugin of a `kind = "plugin"` stage, chosen by
+//!   the file's extension; pass it to `PipelineFile::build_with`.
 #![deny(unsafe_code)]
 
 mod error;
 pub mod host;
+mod loader;
 #[allow(unsafe_code)]
 mod native;
 
 pub use error::{Error, Result};
 pub use host::{Backend, CallFailure, InProcess, Instance, PluginStage};
+pub use loader::Loader;
 pub use native::NativePlugin;

@@ -1,0 +1,94 @@
+//! [`Loader`]: the plugin loader of pipeline files (`kind = "plugin"` stages), which
+//! `sluice run` passes to `PipelineFile::build_with`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use sluice_core::pipeline_file::{LoadedPlugin, PluginLoader, PluginStageSpec};
+
+use crate::error::{Error, Result};
+use crate::host::{Backend, PluginStage};
+use crate::native::NativePlugin;
+
+/// Loads the plugin of a pipeline file's `plugin` stage with the host its file extension
+/// names, creates it with the stage's config (so an invalid config is reported, in the
+/// plugin's words, before anything runs) and gives back its chunk function.
+///
+/// | Extension | Host |
+/// |---|---|
+/// | `.so`, `.dylib`, `.dll` | native ([`NativePlugin`]); `limits` are refused: a native plugin runs inside the host process and cannot be limited |
+/// | `.wasm`, `.wat` | the WASM host, not built yet: an error ([`Error::NoWasmHost`]) |
+/// | anything else | [`Error::UnknownExtension`] |
+///
+/// The stage is labelled `plugin:NAME` (the plugin's declared name) in stats; its cache
+/// fingerprint holds the name, version, file and config.
+///
+/// ```no_run
+/// use sluice_core::pipeline_file::PipelineFile;
+///
+/// # fn main() -> sluice_core::Result<()> {
+/// let pipeline = PipelineFile::load("examples/pipelines/plugin_noise.toml")?;
+/// let dataset = pipeline.build_with(&sluice_plugins::Loader)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Loader;
+
+impl Loader {
+    /// The backend for the plugin file of `spec`, chosen by its extension.
+    pub fn backend(&self, spec: &PluginStageSpec) -> Result<Arc<dyn Backend>> {
+        let path = spec.path.as_path();
+        let extension = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match extension.as_deref() {
+            Some("so" | "dylib" | "dll") => {
+                if !spec.limits.is_empty() {
+                    return Err(Error::NativeLimits {
+                        path: path.to_path_buf(),
+                    });
+                }
+                exists(path)?;
+                Ok(NativePlugin::load(path)?)
+            }
+            // The WASM host (sluice-wasm) will load these here.
+            Some("wasm" | "wat") => Err(Error::NoWasmHost {
+                path: path.to_path_buf(),
+            }),
+            other => Err(Error::UnknownExtension {
+                path: path.to_path_buf(),
+                extension: match other {
+                    Some(e) => format!("the extension .{e}"),
+                    None => "no extension".to_string(),
+                },
+            }),
+        }
+    }
+}
+
+/// A missing plugin file, said plainly (rather than in the dynamic loader's words).
+fn exists(path: &Path) -> Result<()> {
+    if path.is_file() {
+        return Ok(());
+    }
+    Err(Error::Load {
+        path: path.to_path_buf(),
+        message: "no such file (a relative path is relative to the current directory; \
+                  `sluice run --plugin-dir DIR` looks plugins up in DIR)"
+            .to_string(),
+    })
+}
+
+impl PluginLoader for Loader {
+    fn load(&self, spec: &PluginStageSpec) -> sluice_core::Result<LoadedPlugin> {
+        let backend = self.backend(spec)?;
+        let stage = PluginStage::new(backend, &spec.config_json())?;
+        let info = stage.info();
+        Ok(LoadedPlugin {
+            name: info.name.clone(),
+            fingerprint: format!("{} {} ({})", info.name, info.version, stage.source()),
+            chunk_fn: stage.chunk_fn(),
+        })
+    }
+}

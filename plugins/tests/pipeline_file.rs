@@ -1,0 +1,215 @@
+//! Pipeline files with `plugin` stages, loaded by [`sluice_plugins::Loader`]: the example
+//! `gaussian_noise` plugin (built as a cdylib by cargo next to this test, since it is a
+//! dev-dependency) runs on small TFRecord shards of float images, changes them, and does
+//! so reproducibly from the pipeline's seed at any parallelism. Bad plugin stages fail
+//! before anything runs, naming the stage, the file and (for a bad config) the plugin.
+
+use std::path::{Path, PathBuf};
+
+use sluice_core::Error as CoreError;
+use sluice_core::pipeline_file::{PipelineFile, StageSpec};
+use sluice_core::proto::TfMessage;
+use sluice_core::proto::example::{Example, Feature, Features, FloatList, Int64List, feature};
+use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
+use sluice_core::{Element, Tensor};
+use sluice_plugins::Loader;
+
+const RECORDS: usize = 24;
+const SHAPE: [usize; 3] = [4, 5, 3];
+
+/// The directory holding the example plugin's cdylib (this test binary's directory).
+fn plugin_dir() -> PathBuf {
+    std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The plugin's file name on this platform (`libsluice_example_noise.so` on Linux).
+fn noise_file() -> String {
+    format!(
+        "{}sluice_example_noise{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// Two shards of Examples with `image` (4x5x3 floats in [0, 1]) and `label`.
+fn data() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for s in 0..2 {
+        let path = dir.path().join(format!("train.tfrecord-{s:05}-of-00002"));
+        let mut w = TfRecordWriter::create(&path, Compression::None).unwrap();
+        for k in 0..RECORDS / 2 {
+            let i = s * RECORDS / 2 + k;
+            let pixels: Vec<f32> = (0..SHAPE.iter().product::<usize>())
+                .map(|j| ((i * 31 + j * 7) % 256) as f32 / 255.0)
+                .collect();
+            let mut features = Features::default();
+            features.feature.insert(
+                "image".into(),
+                Feature {
+                    kind: Some(feature::Kind::FloatList(FloatList { value: pixels })),
+                },
+            );
+            features.feature.insert(
+                "label".into(),
+                Feature {
+                    kind: Some(feature::Kind::Int64List(Int64List {
+                        value: vec![i as i64],
+                    })),
+                },
+            );
+            let ex = Example {
+                features: Some(features),
+            };
+            w.write_record(&ex.to_bytes()).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    dir
+}
+
+/// A pipeline over `data`: parse, then `plugin` (a `[[stage]]` body, or none), seed `seed`.
+/// The plugin path is the one a release build gives; the test looks it up in
+/// [`plugin_dir`] with `with_plugin_dir`, as `sluice run --plugin-dir` does.
+fn pipeline(data: &Path, plugin: Option<&str>, seed: u64) -> PipelineFile {
+    let mut text = format!(
+        "[source]\nfiles = [\"train.tfrecord-*\"]\n\n[options]\nseed = {seed}\n\n\
+         [[stage]]\nkind = \"parse_example\"\n\
+         features.image = {{ dtype = \"float\", shape = [4, 5, 3] }}\n\
+         features.label = {{ dtype = \"int64\" }}\n"
+    );
+    if let Some(body) = plugin {
+        text.push_str(&format!(
+            "\n[[stage]]\nkind = \"plugin\"\npath = \"target/release/{}\"\n{body}",
+            noise_file()
+        ));
+    }
+    PipelineFile::from_toml(&text)
+        .unwrap_or_else(|e| panic!("{e}\n{text}"))
+        .with_data_dir(data)
+        .with_plugin_dir(plugin_dir())
+}
+
+fn run(p: &PipelineFile) -> Vec<Element> {
+    p.build_with(&Loader).unwrap().collect().unwrap()
+}
+
+fn image(e: &Element) -> Vec<u32> {
+    let t: &Tensor = e.tensor("image").unwrap();
+    assert_eq!(t.shape(), SHAPE);
+    t.as_f32().unwrap().iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn the_noise_plugin_changes_the_images_reproducibly_from_the_seed() {
+    let data = data();
+    let config = "config = { sigma = 0.1 }\n";
+    let plain = run(&pipeline(data.path(), None, 7));
+    let noisy = run(&pipeline(data.path(), Some(config), 7));
+    assert_eq!(plain.len(), RECORDS);
+    assert_eq!(noisy.len(), RECORDS);
+    for (a, b) in plain.iter().zip(&noisy) {
+        // Same element, same label, different pixels.
+        assert_eq!(a.id(), b.id());
+        assert_eq!(a.tensor("label"), b.tensor("label"));
+        assert_ne!(image(a), image(b), "element {} unchanged", a.id());
+    }
+
+    // The same seed gives the same bits, sequential or on threads in chunks of any size.
+    let again = run(&pipeline(data.path(), Some(config), 7));
+    assert_eq!(again, noisy);
+    let threaded = run(&pipeline(
+        data.path(),
+        Some(&format!(
+            "{config}num_parallel = 3\nchunk_size = 5\ndeterministic = true\n"
+        )),
+        7,
+    ));
+    assert_eq!(threaded, noisy);
+    // Another seed, other noise.
+    let other = run(&pipeline(data.path(), Some(config), 8));
+    assert_eq!(other.len(), RECORDS);
+    assert_ne!(image(&other[0]), image(&noisy[0]));
+}
+
+#[test]
+fn stats_name_the_plugin() {
+    let data = data();
+    let dataset = pipeline(data.path(), Some("num_parallel = 2\n"), 1)
+        .build_with(&Loader)
+        .unwrap();
+    assert_eq!(dataset.collect().unwrap().len(), RECORDS);
+    let stats = dataset.stats().unwrap();
+    let names: Vec<&str> = stats.stages.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.contains(&"plugin:gaussian_noise"), "{names:?}");
+    // The config is part of the cache fingerprint.
+    let a = pipeline(data.path(), Some("config = { sigma = 0.1 }\n"), 1);
+    let b = pipeline(data.path(), Some("config = { sigma = 0.2 }\n"), 1);
+    assert_ne!(
+        a.build_with(&Loader).unwrap().fingerprint(),
+        b.build_with(&Loader).unwrap().fingerprint()
+    );
+}
+
+/// The error of building a pipeline whose plugin stage is `body`, its file at `path`
+/// (default: the example plugin).
+fn build_error(data: &Path, body: &str, path: Option<&str>) -> CoreError {
+    let mut p = pipeline(data, Some(body), 1);
+    if let (Some(path), StageSpec::Plugin(s)) = (path, &mut p.stages[1]) {
+        s.path = PathBuf::from(path);
+    }
+    p.build_with(&Loader).unwrap_err()
+}
+
+#[test]
+fn bad_plugin_stages_fail_before_anything_runs() {
+    let data = data();
+    // A config the plugin refuses: its own message, naming the plugin and the key.
+    let e = build_error(data.path(), "config = { sigma = 0.1, sigmaa = 2 }\n", None);
+    let text = e.to_string();
+    assert!(matches!(e, CoreError::Plugin { stage: 2, .. }), "{text}");
+    assert!(text.starts_with("stage 2 (plugin "), "{text}");
+    assert!(
+        text.contains(
+            "plugin gaussian_noise: init failed: invalid configuration: unknown key \"sigmaa\""
+        ),
+        "{text}"
+    );
+    let e = build_error(data.path(), "config = { sigma = -1.0 }\n", None);
+    assert!(
+        e.to_string()
+            .contains("gaussian_noise: init failed: invalid configuration: sigma must be finite and >= 0, got -1"),
+        "{e}"
+    );
+
+    // A missing file, a WASM module (no WASM host yet), an unknown extension.
+    let e = build_error(data.path(), "", Some("no/such/libplugin.so"));
+    let text = e.to_string();
+    assert!(text.contains("no/such/libplugin.so"), "{text}");
+    assert!(text.contains("no such file"), "{text}");
+    let e = build_error(data.path(), "", Some("plugins/noise.wasm"));
+    assert!(
+        e.to_string()
+            .ends_with("plugins/noise.wasm: WASM plugins need the WASM host (sluice-wasm), which this build does not have yet"),
+        "{e}"
+    );
+    let e = build_error(data.path(), "", Some("plugins/noise.txt"));
+    assert!(
+        e.to_string()
+            .contains("not a plugin file: the extension .txt (expected .so"),
+        "{e}"
+    );
+    let e = build_error(data.path(), "", Some("plugins/noise"));
+    assert!(e.to_string().contains("no extension"), "{e}");
+
+    // Limits are for WASM plugins: a native plugin cannot be limited, and says so.
+    let e = build_error(data.path(), "limits = { memory = \"64MiB\" }\n", None);
+    assert!(
+        e.to_string()
+            .contains("`limits` apply to WASM plugins only"),
+        "{e}"
+    );
+}
