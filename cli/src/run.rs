@@ -27,7 +27,10 @@ docs/pipeline-format.md) and report what it did.
 
 The file is checked before anything runs: an unknown key, a wrong type or an impossible \
 value is reported with its line and column (and, for a misspelt key, the closest valid one), \
-and the exit status is 1.
+and the exit status is 1. Plugin stages (kind = \"plugin\") are loaded before anything runs \
+too: a missing plugin file or a config the plugin refuses is reported with the stage, the file \
+and the plugin's own message. --plugin-dir DIR looks every plugin up in DIR by its file name \
+(e.g. --plugin-dir target/debug for a debug build of a plugin the file names in target/release).
 
 While it runs, a progress bar on stderr shows the elements per second (only when stderr is a \
 terminal). At the end, a per-stage table: elements in and out, worker threads, busy %, time \
@@ -49,7 +52,8 @@ Examples:
   sluice run examples/pipelines/augment.toml --data data/
   sluice run pipeline.toml --epochs 3 --json
   sluice run preprocess.toml --output prepared/ --shards 8
-  sluice run pipeline.toml --take 100"
+  sluice run pipeline.toml --take 100
+  sluice run examples/pipelines/plugin_noise.toml --plugin-dir target/debug"
 )]
 pub(crate) struct RunArgs {
     /// The pipeline file.
@@ -81,6 +85,10 @@ pub(crate) struct RunArgs {
     /// Read the source's files from DIR instead of the file's `dir`.
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
+
+    /// Look every plugin up in DIR (by its file name) instead of at the file's `path`.
+    #[arg(long, value_name = "DIR")]
+    plugin_dir: Option<PathBuf>,
 
     /// Use this seed instead of the file's.
     #[arg(long, value_name = "SEED")]
@@ -225,11 +233,14 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     if let Some(dir) = &args.data {
         pipeline = pipeline.with_data_dir(dir);
     }
+    if let Some(dir) = &args.plugin_dir {
+        pipeline = pipeline.with_plugin_dir(dir);
+    }
     if let Some(seed) = args.seed {
         pipeline.options.seed = Some(seed);
     }
     let batched = pipeline.output_is_batched();
-    let dataset = pipeline.build()?;
+    let dataset = pipeline.build_with(&sluice_plugins::Loader)?;
     let mut output = match &args.output {
         Some(dir) => Some(Shards::create(dir, args.shards)?),
         None => None,
