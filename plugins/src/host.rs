@@ -70,7 +70,8 @@ pub trait Instance: Send {
 pub struct PluginStage {
     backend: Arc<dyn Backend>,
     config: Vec<u8>,
-    pool: Mutex<Vec<Box<dyn Instance>>>,
+    /// Idle instances, each with the input buffer it last used (kept for its memory).
+    pool: Mutex<Vec<(Box<dyn Instance>, Vec<u8>)>>,
 }
 
 impl std::fmt::Debug for PluginStage {
@@ -101,7 +102,7 @@ impl PluginStage {
         Ok(Arc::new(PluginStage {
             backend,
             config,
-            pool: Mutex::new(vec![first]),
+            pool: Mutex::new(vec![(first, Vec::new())]),
         }))
     }
 
@@ -143,6 +144,13 @@ impl PluginStage {
         &self.info().name
     }
 
+    fn give_back(&self, instance: Box<dyn Instance>, buf: Vec<u8>) {
+        self.pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((instance, buf));
+    }
+
     /// Runs one call on `elements` (one RNG each): the outputs with their input's index.
     pub fn call(
         &self,
@@ -150,37 +158,36 @@ impl PluginStage {
         rngs: &mut [ElementRng],
     ) -> Result<Vec<(usize, Element)>> {
         let info = self.info();
-        let input = encode(info, &elements)?;
         let seeds: Vec<u64> = rngs.iter_mut().map(|r| r.next_u64()).collect();
         let ids = || {
             let ids: Vec<String> = elements.iter().map(|e| e.id().to_string()).collect();
             format!("[{}]", ids.join(", "))
         };
-        let mut instance = {
+        let (mut instance, buf) = {
             let pooled = self
                 .pool
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop();
             match pooled {
-                Some(i) => i,
-                None => self.backend.instantiate(&self.config)?,
+                Some(pair) => pair,
+                None => (self.backend.instantiate(&self.config)?, Vec::new()),
+            }
+        };
+        let input = match encode(info, &elements, buf) {
+            Ok(input) => input,
+            Err(e) => {
+                self.give_back(instance, Vec::new());
+                return Err(e);
             }
         };
         let mut decoded = None;
         let result = instance.call(&input, &seeds, &mut |out| decoded = Some(decode_batch(out)));
         match result {
-            Ok(()) => self
-                .pool
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(instance),
+            Ok(()) => self.give_back(instance, input),
             Err(failure) => {
                 if !failure.discard {
-                    self.pool
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(instance);
+                    self.give_back(instance, input);
                 }
                 return Err(Error::Call {
                     plugin: self.name().to_string(),
@@ -364,7 +371,7 @@ fn check_feature(f: &sluice_sdk::Feature, element: &Element) -> std::result::Res
 
 /// The input batch buffer for `elements`: the declared input features (all dense features
 /// when none are declared), after checking the input contract.
-fn encode(info: &PluginInfo, elements: &[Element]) -> Result<Vec<u8>> {
+fn encode(info: &PluginInfo, elements: &[Element], buf: Vec<u8>) -> Result<Vec<u8>> {
     let contract = |e: &Element, message: String| Error::Contract {
         plugin: info.name.clone(),
         element: e.id().to_string(),
@@ -378,7 +385,7 @@ fn encode(info: &PluginInfo, elements: &[Element]) -> Result<Vec<u8>> {
         size += e.nbytes() + 64;
     }
     let parents: Vec<u32> = (0..elements.len() as u32).collect();
-    let mut enc = Encoder::with_capacity(&parents, size);
+    let mut enc = Encoder::reusing(buf, &parents, size);
     for e in elements {
         let tensors: Vec<(&str, &Tensor)> = if info.inputs.is_empty() {
             let mut all = Vec::new();
@@ -420,12 +427,19 @@ fn write_tensor(enc: &mut Encoder, name: &str, t: &Tensor) {
     }
 }
 
-fn le_bytes<T: Copy, const N: usize>(values: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+/// The values' little-endian bytes: their own memory on little-endian machines.
+fn le_bytes<T: bytemuck::Pod, const N: usize>(
+    values: &[T],
+    f: impl Fn(T) -> [u8; N],
+) -> std::borrow::Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        return std::borrow::Cow::Borrowed(bytemuck::cast_slice(values));
+    }
     let mut out = Vec::with_capacity(values.len() * N);
     for &v in values {
         out.extend_from_slice(&f(v));
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 /// A wire tensor as a pipeline tensor (the values move, no copy).

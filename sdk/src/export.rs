@@ -9,7 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::abi::{ABI_VERSION, status};
-use crate::plugin::{Config, Plugin, PluginInfo, process};
+use crate::plugin::{Config, Plugin, PluginInfo, process_into};
 
 /// One live instance: the plugin and the buffers of its last call.
 struct Instance<P> {
@@ -181,9 +181,11 @@ impl<P: Plugin> Exports<P> {
         };
         let info = &self.info().0;
         let plugin = &mut instance.plugin;
-        match catch_unwind(AssertUnwindSafe(|| process(plugin, info, input, seeds))) {
-            Ok(Ok(out)) => {
-                instance.output = out;
+        let output = &mut instance.output;
+        match catch_unwind(AssertUnwindSafe(|| {
+            process_into(plugin, info, input, seeds, output)
+        })) {
+            Ok(Ok(())) => {
                 instance.error.clear();
                 status::OK
             }

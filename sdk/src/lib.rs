@@ -66,5 +66,5 @@ mod plugin;
 pub mod wire;
 
 pub use error::{Error, Result};
-pub use plugin::{Config, Feature, Kind, Plugin, PluginInfo, Rng, process};
+pub use plugin::{Config, Feature, Kind, Plugin, PluginInfo, Rng, process, process_into};
 pub use wire::{DType, Data, Element, Entry, Tensor};

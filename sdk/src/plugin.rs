@@ -304,6 +304,20 @@ pub fn process<P: Plugin>(
     input: &[u8],
     seeds: &[u64],
 ) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    process_into(plugin, info, input, seeds, &mut out)?;
+    Ok(out)
+}
+
+/// [`process`] writing the output batch into `out` (cleared first; its memory is reused).
+pub fn process_into<P: Plugin>(
+    plugin: &mut P,
+    info: &PluginInfo,
+    input: &[u8],
+    seeds: &[u64],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let buf = std::mem::take(out);
     let entries = decode_batch(input)?;
     if entries.len() != seeds.len() {
         return Err(Error::invalid_input(format!(
@@ -340,9 +354,12 @@ pub fn process<P: Plugin>(
                 outs.push(out);
             }
             let parents: Vec<u32> = (0..outs.len() as u32).collect();
-            let mut enc = Encoder::with_capacity(&parents, input.len());
+            let mut enc = Encoder::reusing(buf, &parents, input.len());
             outs.iter().for_each(|e| enc.whole(e));
-            Ok(enc.finish())
+            {
+                *out = enc.finish();
+                Ok(())
+            }
         }
         Kind::Filter => {
             let mut kept = Vec::new();
@@ -351,9 +368,12 @@ pub fn process<P: Plugin>(
                     kept.push(i as u32);
                 }
             }
-            let mut enc = Encoder::new(&kept);
+            let mut enc = Encoder::reusing(buf, &kept, 0);
             kept.iter().for_each(|_| enc.pass_through());
-            Ok(enc.finish())
+            {
+                *out = enc.finish();
+                Ok(())
+            }
         }
         Kind::FlatMap => {
             let mut parents = Vec::new();
@@ -365,9 +385,12 @@ pub fn process<P: Plugin>(
                     outs.push(out);
                 }
             }
-            let mut enc = Encoder::with_capacity(&parents, input.len());
+            let mut enc = Encoder::reusing(buf, &parents, input.len());
             outs.iter().for_each(|e| enc.whole(e));
-            Ok(enc.finish())
+            {
+                *out = enc.finish();
+                Ok(())
+            }
         }
         Kind::Batch => {
             let n = elements.len();
@@ -384,9 +407,12 @@ pub fn process<P: Plugin>(
                 check_out(e, *parent as usize)?;
             }
             let parents: Vec<u32> = outs.iter().map(|(p, _)| *p).collect();
-            let mut enc = Encoder::with_capacity(&parents, input.len());
+            let mut enc = Encoder::reusing(buf, &parents, input.len());
             outs.iter().for_each(|(_, e)| enc.whole(e));
-            Ok(enc.finish())
+            {
+                *out = enc.finish();
+                Ok(())
+            }
         }
     }
 }

@@ -242,7 +242,14 @@ impl Encoder {
 
     /// [`Encoder::new`] with room for `bytes` more bytes.
     pub fn with_capacity(parents: &[u32], bytes: usize) -> Encoder {
-        let mut buf = Vec::with_capacity(8 + 4 * parents.len() + bytes);
+        Encoder::reusing(Vec::new(), parents, bytes)
+    }
+
+    /// [`Encoder::with_capacity`] writing into `buf` (cleared first): a caller that keeps its
+    /// buffer from call to call allocates (and faults in) its memory once.
+    pub fn reusing(mut buf: Vec<u8>, parents: &[u32], bytes: usize) -> Encoder {
+        buf.clear();
+        buf.reserve(8 + 4 * parents.len() + bytes);
         buf.extend_from_slice(&BATCH_MAGIC);
         buf.extend_from_slice(&(parents.len() as u32).to_le_bytes());
         for p in parents {
@@ -323,7 +330,7 @@ impl Encoder {
         }
     }
 
-    fn numeric_values<T: Copy, const N: usize>(
+    fn numeric_values<T: bytemuck::Pod, const N: usize>(
         &mut self,
         name: &str,
         dtype: DType,
@@ -331,6 +338,11 @@ impl Encoder {
         values: &[T],
         le: impl Fn(T) -> [u8; N],
     ) {
+        if cfg!(target_endian = "little") {
+            // The values' memory is their little-endian bytes: one copy.
+            self.numeric(name, dtype, shape, bytemuck::cast_slice(values));
+            return;
+        }
         self.header(name, dtype, shape);
         self.buf
             .extend_from_slice(&(values.len() as u64).to_le_bytes());
@@ -518,6 +530,7 @@ impl<'a> Reader<'a> {
 
 fn numeric(dtype: DType, raw: &[u8]) -> Data {
     fn le<T, const N: usize>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+        // On little-endian machines this compiles to plain (vectorized) loads.
         raw.chunks_exact(N)
             .map(|c| f(c.try_into().expect("N bytes")))
             .collect()
