@@ -65,13 +65,16 @@ pub trait Instance: Send {
     ) -> std::result::Result<(), CallFailure>;
 }
 
+/// An idle instance and the input buffer it last used.
+type Idle = (Box<dyn Instance>, Vec<u8>);
+
 /// A plugin ready to run in pipelines: a backend, a configuration, and a pool of instances
 /// (one per worker thread in use; an instance that panicked or trapped is discarded).
 pub struct PluginStage {
     backend: Arc<dyn Backend>,
     config: Vec<u8>,
     /// Idle instances, each with the input buffer it last used (kept for its memory).
-    pool: Mutex<Vec<(Box<dyn Instance>, Vec<u8>)>>,
+    pool: Mutex<Vec<Idle>>,
 }
 
 impl std::fmt::Debug for PluginStage {
