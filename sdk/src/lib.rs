@@ -51,6 +51,11 @@
 //! # Ok::<(), sluice_sdk::Error>(())
 //! ```
 //!
+//! **Cost.** A call's elements are copied across the boundary and back (the wire format), so
+//! a plugin costs about one memory copy per byte per direction on top of its own work: run
+//! image augmentations on `u8` images (before the conversion to `f32`, where the data is four
+//! times smaller), and declare only the features you need as `inputs` (only those are sent).
+//!
 //! - [`abi`]: the version, symbol names and status codes.
 //! - [`wire`]: the element wire format (batches of named tensors).
 //! - [`Plugin`], [`PluginInfo`], [`Config`], [`Rng`]: the author's API.
