@@ -10,16 +10,22 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
-use sluice_core::pipeline_file::PipelineFile;
+use sluice_core::pipeline_file::{PipelineFile, StageSpec};
 
 use crate::r#gen::{self, GenArgs};
 use crate::image_records::plural;
 use crate::run::{self, Summary};
 
-/// The pipeline the demo runs: `examples/pipelines/gen_augment.toml`, built in.
-const PIPELINE: &str = include_str!("../../examples/pipelines/gen_augment.toml");
+/// The pipeline the demo runs: `examples/pipelines/wasm_augment.toml`, built in.
+const PIPELINE: &str = include_str!("../../examples/pipelines/wasm_augment.toml");
 /// Where [`PIPELINE`] comes from, for reports and errors.
-const PIPELINE_FILE: &str = "examples/pipelines/gen_augment.toml";
+const PIPELINE_FILE: &str = "examples/pipelines/wasm_augment.toml";
+/// The pipeline without the WASM augmentation (`--no-wasm`).
+const PLAIN_PIPELINE: &str = include_str!("../../examples/pipelines/gen_augment.toml");
+/// Where [`PLAIN_PIPELINE`] comes from.
+const PLAIN_PIPELINE_FILE: &str = "examples/pipelines/gen_augment.toml";
+/// The guest crate of the demo's WASM augmentation.
+const GUEST: &str = "sluice-example-solarize";
 /// Height and width of the generated images.
 const SIZE: u32 = 256;
 /// Shards of the generated dataset (fewer when there are fewer images).
@@ -36,15 +42,19 @@ run the default augmentation pipeline on it.
 
 1. Writes --images synthetic 256x256 JPEGs in 10 classes as 4 TFRecord shards (what \
 `sluice gen` writes) to a new temporary directory, or to --keep DIR.
-2. Runs the pipeline of examples/pipelines/gen_augment.toml (built into the binary) on them \
+2. Builds the WASM augmentation, the example plugin gray_solarize, for wasm32 from this \
+repository's sources (adding the wasm32-unknown-unknown target with rustup if it is missing).
+3. Runs the pipeline of examples/pipelines/wasm_augment.toml (built into the binary) on them \
 for --epochs passes: interleave (4 files, parallel reads) -> parse_example -> image_ops \
-(decode, random crop 224x224, random flip, brightness, contrast, normalize; parallel) -> \
-batch 64 -> prefetch. A progress bar shows on stderr on a terminal.
-3. Prints what `sluice run` prints: the per-stage table (elements, threads, busy %, time \
+(decode, random crop 224x224, random flip) -> gray_solarize (WASM, sandboxed: no imports, \
+256 MiB, 2 s per call) -> image_ops (brightness, contrast, normalize) -> batch 64 -> \
+prefetch. --no-wasm runs examples/pipelines/gen_augment.toml instead (the same built-in ops \
+without the plugin). A progress bar shows on stderr on a terminal.
+4. Prints what `sluice run` prints: the per-stage table (elements, threads, busy %, time \
 waiting on upstream and downstream, buffer) with the bottleneck, and the totals; then one \
 line with the images per second.
-4. Deletes the temporary directory (--keep DIR: keeps the data, which `sluice run \
-examples/pipelines/gen_augment.toml --data DIR` reads again).
+5. Deletes the temporary directory (--keep DIR: keeps the data, which `sluice run \
+examples/pipelines/wasm_augment.toml --data DIR` reads again from the repository's root).
 
 --json prints one JSON object instead (and nothing else on stdout): the fields of `sluice \
 run --json`, plus `data` (dir, kept, images, size, shards, bytes).",
@@ -52,7 +62,8 @@ run --json`, plus `data` (dir, kept, images, size, shards, bytes).",
 Examples:
   sluice demo
   sluice demo --images 2048 --epochs 1
-  sluice demo --keep data && sluice run examples/pipelines/gen_augment.toml --data data
+  sluice demo --no-wasm
+  sluice demo --keep data && sluice run examples/pipelines/wasm_augment.toml --data data
   sluice demo --images 64 --epochs 1 --json"
 )]
 pub(crate) struct DemoArgs {
@@ -74,6 +85,10 @@ pub(crate) struct DemoArgs {
     /// Print one JSON object with the results (and nothing else) on stdout.
     #[arg(long)]
     json: bool,
+
+    /// Run the pipeline without the WASM augmentation (no wasm32 build needed).
+    #[arg(long)]
+    no_wasm: bool,
 }
 
 /// The generated dataset, in `--json`.
@@ -144,27 +159,59 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
         ),
     )?;
 
-    let mut pipeline = PipelineFile::from_toml_named(PIPELINE, PIPELINE_FILE)?.with_data_dir(dir);
+    let (text, file) = if args.no_wasm {
+        (PLAIN_PIPELINE, PLAIN_PIPELINE_FILE)
+    } else {
+        (PIPELINE, PIPELINE_FILE)
+    };
+    let mut pipeline = PipelineFile::from_toml_named(text, file)?.with_data_dir(dir);
     // Exactly the shards just written, not others a --keep DIR may already hold.
     pipeline.source.files = vec![format!("{NAME}.tfrecord-*-of-{shards:05}")];
-    // Stages added to the demo (such as a plugin augmentation) go into `pipeline.stages`
-    // here, and only here: everything below runs and reports whatever pipeline this is.
+    if !args.no_wasm {
+        let workspace = sluice_wasm::guests::workspace_dir();
+        anyhow::ensure!(
+            workspace.join("examples/plugins/solarize").is_dir(),
+            "the demo's WASM augmentation is built from the repository's sources, which are not \
+             at {} any more: run the demo from the repository (`cargo run --release -- demo`), \
+             or pass --no-wasm",
+            workspace.display()
+        );
+        say(
+            &mut out,
+            format!("sluice demo: building the WASM augmentation ({GUEST}) for wasm32"),
+        )?;
+        let started = Instant::now();
+        let wasm = sluice_wasm::guests::build(&workspace, GUEST)?;
+        say(
+            &mut out,
+            format!(
+                "  built {} in {:.1}s",
+                wasm.display(),
+                started.elapsed().as_secs_f64()
+            ),
+        )?;
+        for stage in &mut pipeline.stages {
+            if let StageSpec::Plugin(plugin) = stage {
+                plugin.path = wasm.clone();
+            }
+        }
+    }
     let stages: Vec<&str> = pipeline.stages.iter().map(|s| s.kind()).collect();
     say(
         &mut out,
         format!(
             "sluice demo: running {} ({}) for {} epoch{}: {}",
             pipeline.name.as_deref().unwrap_or("the pipeline"),
-            PIPELINE_FILE,
+            file,
             args.epochs,
             plural(args.epochs),
             stages.join(" -> ")
         ),
     )?;
     let batched = pipeline.output_is_batched();
-    let dataset = pipeline.build()?;
+    let dataset = pipeline.build_with(&sluice_wasm::Loader::default())?;
     let ran = run::run_epochs(&dataset, batched, args.epochs, None, |_| Ok(()))?;
-    let summary = Summary::new(pipeline.name.as_deref(), PIPELINE_FILE.to_string(), &ran);
+    let summary = Summary::new(pipeline.name.as_deref(), file.to_string(), &ran);
 
     let data = DataSummary {
         dir: dir.display().to_string(),
@@ -203,7 +250,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
         if data.kept {
             writeln!(
                 out,
-                "sluice demo: kept the data in {} ({NAME}.tfrecord-*-of-{:05}); run the pipeline on it again with: sluice run {PIPELINE_FILE} --data {}",
+                "sluice demo: kept the data in {} ({NAME}.tfrecord-*-of-{:05}); run the pipeline on it again with: sluice run {file} --data {}",
                 data.dir, data.shards, data.dir
             )?;
         } else {

@@ -36,7 +36,7 @@ fn json_reports_the_run_and_the_temporary_data_is_deleted() {
     assert_eq!(v["batches"], 1, "one batch of 64: {v}");
     assert_eq!(v["epochs"], 1);
     assert_eq!(v["skipped"], 0);
-    assert_eq!(v["pipeline"], "gen_augment");
+    assert_eq!(v["pipeline"], "wasm_augment");
     assert!(v["seconds"].as_f64().unwrap() > 0.0);
     assert!(v["elements_per_s"].as_f64().unwrap() > 0.0);
     let names: Vec<&str> = v["stages"]
@@ -51,6 +51,8 @@ fn json_reports_the_run_and_the_temporary_data_is_deleted() {
             "files",
             "interleave",
             "parse_example",
+            "image_ops",
+            "plugin:gray_solarize",
             "image_ops",
             "batch",
             "prefetch"
@@ -68,6 +70,9 @@ fn json_reports_the_run_and_the_temporary_data_is_deleted() {
     // interleave takes in the 64 records of its files, not its 4 file names.
     assert_eq!(stage("interleave")["elements_in"], 64, "{v}");
     assert_eq!(stage("image_ops")["elements_out"], 64);
+    // The WASM augmentation saw every image.
+    assert_eq!(stage("plugin:gray_solarize")["elements_in"], 64, "{v}");
+    assert_eq!(stage("plugin:gray_solarize")["elements_out"], 64, "{v}");
     // Decoding and augmenting is the work here: nothing else is named the bottleneck.
     assert_eq!(v["bottleneck"], "image_ops", "{v}");
 
@@ -87,7 +92,15 @@ fn keep_leaves_the_shards_and_a_rerun_reads_only_its_own() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
     let out = sluice()
-        .args(["demo", "--images", "8", "--epochs", "2", "--keep"])
+        .args([
+            "demo",
+            "--no-wasm",
+            "--images",
+            "8",
+            "--epochs",
+            "2",
+            "--keep",
+        ])
         .arg(&dir)
         .output()
         .unwrap();
@@ -119,6 +132,7 @@ fn keep_leaves_the_shards_and_a_rerun_reads_only_its_own() {
     // Shards of another dataset in the folder are not read: 3 images, 3 shards of 1.
     std::fs::write(shard(&dir, 0, 8), b"not a tfrecord").unwrap();
     let v = demo_json(&[
+        "--no-wasm",
         "--images",
         "3",
         "--epochs",

@@ -156,9 +156,17 @@ impl PipelineStats {
     /// A human-readable table with the bottleneck named.
     pub fn report(&self) -> String {
         let mut s = String::new();
+        // The name column fits the longest name (plugin stages are `plugin:NAME`).
+        let w = self
+            .stages
+            .iter()
+            .map(|st| st.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(16);
         let _ = writeln!(
             s,
-            "{:>3} {:<16} {:>10} {:>10} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9}",
+            "{:>3} {:<w$} {:>10} {:>10} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9}",
             "#",
             "stage",
             "in",
@@ -173,7 +181,7 @@ impl PipelineStats {
         for st in &self.stages {
             let _ = writeln!(
                 s,
-                "{:>3} {:<16} {:>10} {:>10} {:>7} {:>5.0}% {:>8.3}s {:>8.3}s {:>8.3}s {:>9}",
+                "{:>3} {:<w$} {:>10} {:>10} {:>7} {:>5.0}% {:>8.3}s {:>8.3}s {:>8.3}s {:>9}",
                 st.index,
                 st.name,
                 st.elements_in,

@@ -144,6 +144,7 @@ fn every_example_pipeline_runs_on_small_data() {
         "parse",
         "plugin_noise",
         "read",
+        "wasm_augment",
     ] {
         assert!(
             names.iter().any(|n| n == required),
@@ -179,7 +180,7 @@ fn every_example_pipeline_runs_on_small_data() {
             assert_eq!(stats.elements as usize, elements.len(), "{name}");
             let first = &elements[0];
             match name.as_str() {
-                "augment" | "gen_augment" | "plugin_noise" => {
+                "augment" | "gen_augment" | "plugin_noise" | "wasm_augment" => {
                     let img = first.tensor("image").expect("image");
                     assert_eq!(img.shape(), &[RECORDS, 224, 224, 3]);
                     assert_eq!(img.dtype(), sluice_core::DType::F32);
@@ -206,7 +207,7 @@ fn every_example_pipeline_runs_on_small_data() {
                 }
                 _ => {}
             }
-            if name == "plugin_noise" {
+            if name == "plugin_noise" || name == "wasm_augment" {
                 let stats = dataset.stats().unwrap();
                 assert!(
                     stats.stages.iter().any(|s| s.name == "plugin:stand_in"),

@@ -84,9 +84,9 @@ pub enum Error {
         /// The extension, as the message shows it (`the extension .txt`, `no extension`).
         extension: String,
     },
-    /// A WASM plugin, but this build has no WASM host.
+    /// A WASM plugin given to the native-only loader.
     #[error(
-        "{path}: WASM plugins need the WASM host (sluice-wasm), which this build does not have yet"
+        "{path}: WASM plugins need the WASM host: load pipelines with `sluice_wasm::Loader` (as `sluice run` does), not `sluice_plugins::Loader`"
     )]
     NoWasmHost {
         /// The plugin file.

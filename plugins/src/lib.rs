@@ -46,5 +46,5 @@ mod native;
 
 pub use error::{Error, Result};
 pub use host::{Backend, CallFailure, InProcess, Instance, PluginStage};
-pub use loader::Loader;
+pub use loader::{Loader, loaded};
 pub use native::NativePlugin;

@@ -17,7 +17,7 @@ use crate::native::NativePlugin;
 /// | Extension | Host |
 /// |---|---|
 /// | `.so`, `.dylib`, `.dll` | native ([`NativePlugin`]); `limits` are refused: a native plugin runs inside the host process and cannot be limited |
-/// | `.wasm`, `.wat` | the WASM host, not built yet: an error ([`Error::NoWasmHost`]) |
+/// | `.wasm`, `.wat` | not this loader's: an error ([`Error::NoWasmHost`]); `sluice_wasm::Loader` loads them and delegates the rest here |
 /// | anything else | [`Error::UnknownExtension`] |
 ///
 /// The stage is labelled `plugin:NAME` (the plugin's declared name) in stats; its cache
@@ -52,7 +52,7 @@ impl Loader {
                 exists(path)?;
                 Ok(NativePlugin::load(path)?)
             }
-            // The WASM host (sluice-wasm) will load these here.
+            // sluice_wasm::Loader takes these before delegating here.
             Some("wasm" | "wat") => Err(Error::NoWasmHost {
                 path: path.to_path_buf(),
             }),
@@ -82,13 +82,22 @@ fn exists(path: &Path) -> Result<()> {
 
 impl PluginLoader for Loader {
     fn load(&self, spec: &PluginStageSpec) -> sluice_core::Result<LoadedPlugin> {
-        let backend = self.backend(spec)?;
-        let stage = PluginStage::new(backend, &spec.config_json())?;
-        let info = stage.info();
-        Ok(LoadedPlugin {
-            name: info.name.clone(),
-            fingerprint: format!("{} {} ({})", info.name, info.version, stage.source()),
-            chunk_fn: stage.chunk_fn(),
-        })
+        loaded(self.backend(spec)?, spec)
     }
+}
+
+/// A pipeline file's plugin stage over `backend`: the plugin created with the stage's config
+/// (so a bad config fails now, in the plugin's words), named and fingerprinted. Every
+/// loader (this one, the WASM host's) ends here.
+pub fn loaded(
+    backend: Arc<dyn Backend>,
+    spec: &PluginStageSpec,
+) -> sluice_core::Result<LoadedPlugin> {
+    let stage = PluginStage::new(backend, &spec.config_json())?;
+    let info = stage.info();
+    Ok(LoadedPlugin {
+        name: info.name.clone(),
+        fingerprint: format!("{} {} ({})", info.name, info.version, stage.source()),
+        chunk_fn: stage.chunk_fn(),
+    })
 }

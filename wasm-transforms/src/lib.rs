@@ -44,8 +44,10 @@
 mod engine;
 pub mod guests;
 mod limits;
+mod loader;
 mod plugin;
 
 pub use engine::{CacheOutcome, compile, default_cache_dir, engine};
 pub use limits::{DEFAULT_MEMORY_BYTES, DEFAULT_TIME, TICK, WasmLimits};
+pub use loader::Loader;
 pub use plugin::{WasmOptions, WasmPlugin};
