@@ -4,7 +4,7 @@
 //! Configuration (all optional): `sigma` (standard deviation, default 0.05; for `u8`
 //! images in units of 1/255, so the same value suits both layouts), `p` (probability of
 //! applying the noise to an element, default 1.0). `f32` / `f64` values get the noise added
-//! as is; `u8` values are rounded and saturated to 0..=255.
+//! as is; `u8` values are rounded (half up) and saturated to 0..=255.
 //!
 //! Noise values come from a 4096-entry table of standard normal quantiles (computed once at
 //! `init` with Acklam's inverse-CDF approximation), indexed by 12 random bits each: five
@@ -167,8 +167,10 @@ impl Plugin for GaussianNoise {
         match &mut image.data {
             Data::F32(v) => self.add(v, 1.0, rng, |x, n| x + n),
             Data::F64(v) => self.add(v, 1.0, rng, |x, n| x + f64::from(n)),
+            // Rounded half up, saturated: `+ 0.5` then a truncating, saturating conversion
+            // (no libm `round` call; one instruction natively and in wasm32).
             Data::U8(v) => self.add(v, 255.0, rng, |x, n| {
-                (f32::from(x) + n).round().clamp(0.0, 255.0) as u8
+                ((f32::from(x) + n + 0.5).max(0.0) as i32).min(255) as u8
             }),
             other => {
                 return Err(Error::invalid_input(format!(
