@@ -26,17 +26,6 @@ use sluice_example_noise::GaussianNoise;
 use sluice_plugins::{Backend, InProcess, NativePlugin, PluginStage};
 use sluice_sdk::{Config, Plugin, Rng};
 
-fn library(crate_name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().join(format!(
-        "{}{crate_name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    assert!(path.exists(), "{} missing", path.display());
-    path
-}
-
 fn scalar_batch(n: usize) -> (Vec<u8>, Vec<u64>) {
     let elements: Vec<sluice_sdk::Element> = (0..n)
         .map(|i| sluice_sdk::Element {
@@ -182,3 +171,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 criterion_main!(benches);
+
+fn library(crate_name: &str) -> PathBuf {
+    sluice_plugins::testing::cdylib_beside_exe(crate_name).unwrap()
+}

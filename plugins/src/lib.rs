@@ -43,6 +43,7 @@ pub mod host;
 mod loader;
 #[allow(unsafe_code)]
 mod native;
+pub mod testing;
 
 pub use error::{Error, Result};
 pub use host::{Backend, CallFailure, InProcess, Instance, PluginStage};

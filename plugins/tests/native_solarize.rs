@@ -7,53 +7,16 @@ use std::sync::Arc;
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_example_solarize::GraySolarize;
+use sluice_plugins::testing::{digest as bits, image_elements, run_stage};
 use sluice_plugins::{Backend, InProcess, NativePlugin, PluginStage};
 use sluice_sdk::Plugin as _;
 
-/// The cdylib of a dev-dependency: cargo writes it into the directory of this test binary.
 fn library(crate_name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap();
-    let file = format!(
-        "{}{crate_name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let path = dir.join(&file);
-    assert!(
-        path.exists(),
-        "{} is missing: cargo builds it as a dev-dependency of sluice-plugins",
-        path.display()
-    );
-    path
+    sluice_plugins::testing::cdylib_beside_exe(crate_name).unwrap()
 }
 
-fn images(n: usize, dtype_u8: bool) -> Vec<Element> {
-    (0..n)
-        .map(|i| {
-            let data = if dtype_u8 {
-                TensorData::U8(
-                    (0..4 * 5 * 3)
-                        .map(|j| ((i * 31 + j * 7) % 256) as u8)
-                        .collect::<Vec<_>>()
-                        .into(),
-                )
-            } else {
-                TensorData::F32(
-                    (0..4 * 5 * 3)
-                        .map(|j| ((i * 31 + j * 7) % 256) as f32 / 255.0)
-                        .collect::<Vec<_>>()
-                        .into(),
-                )
-            };
-            Element::new(ElementId::new(0, i as u64))
-                .with("image", Tensor::new(&[4, 5, 3], data).unwrap())
-                .with(
-                    "label",
-                    Tensor::new(&[], TensorData::I64(vec![i as i64 % 3].into())).unwrap(),
-                )
-        })
-        .collect()
+fn images(n: usize, u8_pixels: bool) -> Vec<Element> {
+    image_elements(n, [4, 5, 3], u8_pixels)
 }
 
 fn run(
@@ -62,40 +25,7 @@ fn run(
     threads: usize,
     chunk: usize,
 ) -> Vec<Element> {
-    let parallel = if threads == 0 {
-        NumParallel::Sequential
-    } else {
-        NumParallel::Fixed(threads)
-    };
-    stage
-        .apply(
-            &Dataset::from_elements(input),
-            MapChunksSpec::new(chunk).num_parallel(parallel),
-        )
-        .with_options(Options::default().with_seed(11))
-        .collect()
-        .unwrap()
-}
-
-fn bits(elements: &[Element]) -> Vec<String> {
-    elements
-        .iter()
-        .map(|e| {
-            let img = e.tensor("image").unwrap();
-            let values = match img.data() {
-                TensorData::F32(v) => {
-                    format!("{:?}", v.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
-                }
-                other => format!("{other:?}"),
-            };
-            format!(
-                "{} {:?} {values} {:?}",
-                e.id(),
-                img.shape(),
-                e.tensor("label").map(|t| t.as_i64().unwrap().to_vec())
-            )
-        })
-        .collect()
+    run_stage(stage, &input, threads, chunk, 11).unwrap()
 }
 
 #[test]

@@ -22,15 +22,6 @@ use sluice_core::prelude::*;
 use sluice_plugins::{Backend, NativePlugin, PluginStage};
 use sluice_wasm::{WasmOptions, WasmPlugin, guests};
 
-fn native(crate_name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().join(format!(
-        "{}{crate_name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ))
-}
-
 fn backend(variant: &str) -> Option<(Arc<dyn Backend>, serde_json::Value)> {
     let (host, plugin) = variant.split_once('_')?;
     let (package, crate_name, config) = match plugin {
@@ -132,4 +123,8 @@ fn main() {
             eprintln!("{}", stats.report());
         }
     }
+}
+
+fn native(crate_name: &str) -> PathBuf {
+    sluice_plugins::testing::cdylib_beside_exe(crate_name).unwrap()
 }

@@ -22,15 +22,6 @@ use sluice_core::rng::{ElementRng, StreamKey};
 use sluice_plugins::{Backend, NativePlugin, PluginStage};
 use sluice_wasm::{WasmOptions, WasmPlugin, guests};
 
-fn native(crate_name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().join(format!(
-        "{}{crate_name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ))
-}
-
 fn wasm(package: &str) -> PathBuf {
     guests::build(&guests::workspace_dir(), package).unwrap()
 }
@@ -175,3 +166,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 criterion_main!(benches);
+
+fn native(crate_name: &str) -> PathBuf {
+    sluice_plugins::testing::cdylib_beside_exe(crate_name).unwrap()
+}

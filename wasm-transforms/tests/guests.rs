@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_example_noise::GaussianNoise;
+use sluice_plugins::testing::{cdylib_beside_exe, digest, image_elements, run_stage};
 use sluice_plugins::{Backend, InProcess, NativePlugin, PluginStage};
 use sluice_wasm::{CacheOutcome, WasmOptions, WasmPlugin, guests};
 
@@ -23,83 +24,11 @@ fn guest(package: &'static str) -> PathBuf {
         .clone()
 }
 
-/// A native build of an example plugin: cargo writes dev-dependencies' cdylibs beside the
-/// test binary.
-fn native(crate_name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().join(format!(
-        "{}{crate_name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ))
-}
-
 fn no_cache() -> WasmOptions {
     WasmOptions {
         cache_dir: Some(None),
         ..WasmOptions::default()
     }
-}
-
-fn images(n: usize, u8_pixels: bool) -> Vec<Element> {
-    (0..n)
-        .map(|i| {
-            let data = if u8_pixels {
-                TensorData::U8(
-                    (0..6 * 7 * 3)
-                        .map(|j| ((i * 37 + j * 11) % 256) as u8)
-                        .collect::<Vec<_>>()
-                        .into(),
-                )
-            } else {
-                TensorData::F32(
-                    (0..6 * 7 * 3)
-                        .map(|j| ((i * 37 + j * 11) % 256) as f32 / 255.0)
-                        .collect::<Vec<_>>()
-                        .into(),
-                )
-            };
-            Element::new(ElementId::new(1, i as u64))
-                .with("image", Tensor::new(&[6, 7, 3], data).unwrap())
-                .with(
-                    "label",
-                    Tensor::new(&[], TensorData::I64(vec![i as i64].into())).unwrap(),
-                )
-        })
-        .collect()
-}
-
-fn run(stage: &Arc<PluginStage>, input: &[Element], threads: usize, chunk: usize) -> Vec<String> {
-    let parallel = if threads == 0 {
-        NumParallel::Sequential
-    } else {
-        NumParallel::Fixed(threads)
-    };
-    stage
-        .apply(
-            &Dataset::from_elements(input.to_vec()),
-            MapChunksSpec::new(chunk).num_parallel(parallel),
-        )
-        .with_options(Options::default().with_seed(5))
-        .collect()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            let img = e.tensor("image").unwrap();
-            let values = match img.data() {
-                TensorData::F32(v) => {
-                    format!("{:?}", v.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
-                }
-                other => format!("{other:?}"),
-            };
-            format!(
-                "{} {:?} {values} {:?}",
-                e.id(),
-                img.shape(),
-                e.tensor("label").unwrap().as_i64()
-            )
-        })
-        .collect()
 }
 
 #[test]
@@ -119,7 +48,7 @@ fn the_wasm_noise_plugin_equals_the_crate_in_process_bit_for_bit() {
         );
         assert_ne!(
             want,
-            run_identity(&images(29, u8_pixels)),
+            digest(&images(29, u8_pixels)),
             "the plugin changes the images"
         );
         let stage = PluginStage::new(wasm.clone(), &config).unwrap();
@@ -133,27 +62,6 @@ fn the_wasm_noise_plugin_equals_the_crate_in_process_bit_for_bit() {
     }
 }
 
-fn run_identity(input: &[Element]) -> Vec<String> {
-    input
-        .iter()
-        .map(|e| {
-            let img = e.tensor("image").unwrap();
-            let values = match img.data() {
-                TensorData::F32(v) => {
-                    format!("{:?}", v.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
-                }
-                other => format!("{other:?}"),
-            };
-            format!(
-                "{} {:?} {values} {:?}",
-                e.id(),
-                img.shape(),
-                e.tensor("label").unwrap().as_i64()
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn the_wasm_and_native_builds_of_solarize_agree_bit_for_bit() {
     let config = json!({"p_gray": 0.5, "p_solarize": 0.5});
@@ -163,7 +71,7 @@ fn the_wasm_and_native_builds_of_solarize_agree_bit_for_bit() {
     )
     .unwrap();
     let native = PluginStage::new(
-        NativePlugin::load(native("sluice_example_solarize")).unwrap(),
+        NativePlugin::load(cdylib_beside_exe("sluice_example_solarize").unwrap()).unwrap(),
         &config,
     )
     .unwrap();
@@ -250,4 +158,12 @@ fn configuration_errors_come_from_inside_the_sandbox() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("missing feature \"image\""), "{err}");
+}
+
+fn images(n: usize, u8_pixels: bool) -> Vec<Element> {
+    image_elements(n, [6, 7, 3], u8_pixels)
+}
+
+fn run(stage: &Arc<PluginStage>, input: &[Element], threads: usize, chunk: usize) -> Vec<String> {
+    digest(&run_stage(stage, input, threads, chunk, 5).unwrap())
 }
