@@ -489,7 +489,7 @@ impl Instance for WasmInstance {
                     self.handle,
                     ptr,
                     input.len() as i32,
-                    ptr + seeds_at as i32,
+                    (ptr as u32).wrapping_add(seeds_at as u32) as i32,
                     seeds.len() as i32,
                 ),
             )
