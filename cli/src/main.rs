@@ -14,6 +14,7 @@ mod convert;
 mod demo;
 mod r#gen;
 mod image_records;
+mod plugin_cmd;
 mod run;
 mod verify;
 
@@ -30,6 +31,7 @@ Examples:
   sluice cat --as raw data.tfrecord.gz
   sluice verify 'data/train.tfrecord-*'
   sluice run examples/pipelines/augment.toml --data data/
+  sluice plugin check target/release/libsluice_example_noise.so
 
 Run `sluice help <COMMAND>` for the options of a command.
 
@@ -48,6 +50,7 @@ enum Command {
     Gen(r#gen::GenArgs),
     Convert(convert::ConvertArgs),
     Run(run::RunArgs),
+    Plugin(plugin_cmd::PluginArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Gen(args) => r#gen::run(&args),
         Command::Convert(args) => convert::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Plugin(args) => plugin_cmd::run(&args),
     };
     match outcome {
         Ok(code) => code,

@@ -46,6 +46,7 @@ pub mod guests;
 mod limits;
 mod loader;
 mod plugin;
+pub mod plugin_check;
 
 pub use engine::{CacheOutcome, compile, default_cache_dir, engine};
 pub use limits::{DEFAULT_MEMORY_BYTES, DEFAULT_TIME, TICK, WasmLimits};
