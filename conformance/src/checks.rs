@@ -1,0 +1,231 @@
+//! The checks: each runs a stage over `Dataset::range(0, n)` and says what broke.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use sluice_core::prelude::*;
+use sluice_core::{Error, TensorData, Value};
+
+type Stage<'a> = &'a dyn Fn(Dataset) -> Dataset;
+
+/// The `i64` values of `value` in every element of `ds` (batched values flattened), in
+/// output order.
+pub fn values_of(ds: &Dataset) -> Result<Vec<i64>, String> {
+    let elements = ds.collect().map_err(|e| e.to_string())?;
+    Ok(elements.iter().flat_map(element_values).collect())
+}
+
+fn element_values(e: &Element) -> Vec<i64> {
+    match e.get("value") {
+        Some(Value::Dense(t)) => match t.data() {
+            TensorData::I64(v) => v.to_vec(),
+            _ => Vec::new(),
+        },
+        Some(Value::Ragged(r)) => (0..r.rows())
+            .filter_map(|i| r.row(i).ok())
+            .flat_map(|t| t.as_i64().map(<[i64]>::to_vec).unwrap_or_default())
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+fn input(n: i64, seed: u64, cpu: usize) -> Dataset {
+    Dataset::range(0, n).with_options(Options::default().with_seed(seed).with_cpu_budget(cpu))
+}
+
+fn run(stage: Stage<'_>, ds: Dataset, seed: u64, cpu: usize) -> Dataset {
+    stage(ds).with_options(Options::default().with_seed(seed).with_cpu_budget(cpu))
+}
+
+/// The output values are `reference(input)`, in that order.
+pub fn check_ordered(
+    stage: impl Fn(Dataset) -> Dataset,
+    n: i64,
+    reference: impl Fn(&[i64]) -> Vec<i64>,
+) -> Result<(), String> {
+    let want = reference(&(0..n).collect::<Vec<_>>());
+    let got = values_of(&run(&stage, input(n, 1, 4), 1, 4))?;
+    if got != want {
+        return Err(format!(
+            "ordering: got {got:?}, the reference gives {want:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// The output values are `reference(input)` as a multiset: each input's contribution
+/// appears exactly as often as the reference says, in any order.
+pub fn check_exactly_once(
+    stage: impl Fn(Dataset) -> Dataset,
+    n: i64,
+    reference: impl Fn(&[i64]) -> Vec<i64>,
+) -> Result<(), String> {
+    let mut want = reference(&(0..n).collect::<Vec<_>>());
+    let mut got = values_of(&run(&stage, input(n, 3, 4), 3, 4))?;
+    want.sort_unstable();
+    got.sort_unstable();
+    if got != want {
+        return Err(format!(
+            "exactly once: got the values {got:?}, the reference gives {want:?} (sorted)"
+        ));
+    }
+    Ok(())
+}
+
+fn digest(ds: &Dataset) -> Result<Vec<String>, String> {
+    Ok(ds
+        .collect()
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|e| format!("{} {:?}", e.id(), element_values(e)))
+        .collect())
+}
+
+/// The same seed gives the same elements (ids and values, in order) twice, and at 1 thread
+/// as at 4.
+pub fn check_deterministic(
+    stage: impl Fn(Dataset) -> Dataset,
+    n: i64,
+    seed: u64,
+) -> Result<(), String> {
+    let one = digest(&run(&stage, input(n, seed, 1), seed, 1))?;
+    let again = digest(&run(&stage, input(n, seed, 1), seed, 1))?;
+    let four = digest(&run(&stage, input(n, seed, 4), seed, 4))?;
+    if one != again {
+        return Err(format!("determinism: two runs with seed {seed} differ"));
+    }
+    if one != four {
+        return Err(format!(
+            "determinism: seed {seed} gives different output at 1 and at 4 threads:\n{one:?}\n{four:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// With a consumer that takes 200 µs per output element, the stage never holds more than
+/// `bound` input elements beyond `per_output` inputs per output received.
+pub fn check_bounded(
+    stage: impl Fn(Dataset) -> Dataset,
+    n: i64,
+    per_output: usize,
+    bound: usize,
+) -> Result<(), String> {
+    let pulled = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&pulled);
+    let source = input(n, 5, 4).map(move |e| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Ok(e)
+    });
+    let ds = run(&stage, source, 5, 4);
+    let mut outputs = 0;
+    for e in ds.iter().map_err(|e| e.to_string())? {
+        e.map_err(|e| e.to_string())?;
+        outputs += 1;
+        std::thread::sleep(Duration::from_micros(200));
+        let ahead = pulled
+            .load(Ordering::SeqCst)
+            .saturating_sub(outputs * per_output);
+        if ahead > bound {
+            return Err(format!(
+                "bounded buffering: {ahead} elements pulled ahead of the consumer after {outputs} \
+                 outputs (bound {bound})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An error injected at element `k` upstream of the stage reaches the consumer naming the
+/// failing stage and the element (fail policy); under the skip policy it is skipped and
+/// counted, and the output is `reference(input without k)` as a multiset.
+pub fn check_error_propagation(
+    stage: impl Fn(Dataset) -> Dataset,
+    n: i64,
+    k: i64,
+    reference: impl Fn(&[i64]) -> Vec<i64>,
+) -> Result<(), String> {
+    let failing = |policy| {
+        let source = Dataset::range(0, n).map(move |e| {
+            let v = e
+                .tensor("value")
+                .and_then(|t| t.as_i64())
+                .map_or(-1, |v| v[0]);
+            if v == k {
+                return Err(Error::user(format!("injected failure at {v}")));
+            }
+            Ok(e)
+        });
+        stage(source).with_options(Options::default().with_seed(9).with_error_policy(policy))
+    };
+    // Fail: the error arrives, naming the stage that failed and the element.
+    let err = match failing(ErrorPolicy::Fail).collect() {
+        Ok(_) => {
+            return Err(format!(
+                "error propagation: the injected error at {k} was lost"
+            ));
+        }
+        Err(e) => e.to_string(),
+    };
+    if !err.contains(&format!("injected failure at {k}")) || !err.contains("map") {
+        return Err(format!(
+            "error propagation: the error does not name its cause and stage: {err}"
+        ));
+    }
+    if !err.contains(&format!("0:{k}")) {
+        return Err(format!(
+            "error propagation: the error does not name element 0:{k}: {err}"
+        ));
+    }
+    // Skip: counted, and everything else arrives.
+    let ds = failing(ErrorPolicy::Skip);
+    let mut it = ds.iter().map_err(|e| e.to_string())?;
+    let mut got = Vec::new();
+    for e in it.by_ref() {
+        got.extend(element_values(&e.map_err(|e| e.to_string())?));
+    }
+    if it.stats().skipped == 0 {
+        return Err("error propagation: a skipped error was not counted".to_string());
+    }
+    let rest: Vec<i64> = (0..n).filter(|&v| v != k).collect();
+    let mut want = reference(&rest);
+    want.sort_unstable();
+    got.sort_unstable();
+    if got != want {
+        return Err(format!(
+            "error propagation: under skip got {got:?}, the reference without {k} gives {want:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Threads of this process (Linux: `/proc/self/task`).
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+/// Dropping the iterator after a few elements joins every thread the stage started. Other
+/// threads of the process must not come and go meanwhile (run it alone in its test binary).
+pub fn check_drop_stops_threads(stage: impl Fn(Dataset) -> Dataset, n: i64) -> Result<(), String> {
+    let before = threads();
+    {
+        let ds = run(&stage, input(n, 11, 4), 11, 4);
+        let mut it = ds.iter().map_err(|e| e.to_string())?;
+        for _ in 0..3 {
+            if it.next().is_none() {
+                break;
+            }
+        }
+    }
+    for _ in 0..100 {
+        if threads() <= before {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(format!(
+        "shutdown: {} threads before, {} after dropping the iterator",
+        before,
+        threads()
+    ))
+}

@@ -1,0 +1,160 @@
+//! Every property of `sluice-conformance` against the built-in element stages, over random
+//! sizes, parameters, thread counts and seeds.
+//!
+//! | stage | ordered | exactly once | deterministic | bounded | errors |
+//! |---|---|---|---|---|---|
+//! | map (parallel) | ✓ | | ✓ | ✓ | ✓ |
+//! | filter (parallel) | ✓ | | ✓ | | ✓ |
+//! | map_chunks (parallel) | ✓ | | ✓ | ✓ | ✓ |
+//! | shuffle | | ✓ | ✓ | ✓ | ✓ |
+//! | repeat | ✓ | | ✓ | | ✓ |
+//! | take, skip | ✓ | | ✓ | | |
+//! | batch (parallel), batch → unbatch, padded_batch | ✓ | | ✓ | ✓ (batch) | ✓ (batch) |
+//! | prefetch | ✓ | | ✓ | ✓ | ✓ |
+//! | cache (memory) | ✓ | | ✓ | | |
+//! | concatenate | ✓ | | ✓ | | ✓ |
+//!
+//! Shutdown (dropping the iterator joins every thread) is checked in `shutdown.rs`, alone in
+//! its binary. Stages over files and images (interleave, shard, parse_example, zip,
+//! sample_from, image_ops) have their property tests beside them in `core/tests/`.
+
+use proptest::prelude::*;
+use sluice_conformance::{
+    StageParams, check_bounded, check_deterministic, check_error_propagation, check_exactly_once,
+    check_ordered,
+};
+use sluice_core::prelude::*;
+
+fn value(e: &Element) -> i64 {
+    e.tensor("value").unwrap().as_i64().unwrap()[0]
+}
+
+fn identity(v: &[i64]) -> Vec<i64> {
+    v.to_vec()
+}
+
+/// Most elements a parallel stage may hold ahead of its consumer: 4 chunks per worker of at
+/// most 256 elements each, plus what sits in its channels.
+fn parallel_bound(p: NumParallel) -> usize {
+    match p {
+        NumParallel::Fixed(w) => 4 * w * 256 + 64,
+        _ => 4 * 4 * 256 + 64,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn map(p: StageParams) {
+        let stage = |ds: Dataset| ds.map_with(MapSpec::parallel(p.parallel), |e, _| {
+            Ok(Element::scalar_i64(e.id(), "value", value(&e) + 1))
+        });
+        let plus_one = |v: &[i64]| v.iter().map(|x| x + 1).collect();
+        prop_assert_eq!(check_ordered(stage, p.n, plus_one), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        prop_assert_eq!(check_bounded(stage, p.n.min(120), 1, parallel_bound(p.parallel)), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(stage, p.n, p.n / 2, plus_one), Ok(()));
+        }
+    }
+
+    #[test]
+    fn filter(p: StageParams) {
+        let stage = |ds: Dataset| ds.filter_with(MapSpec::parallel(p.parallel), |e, _| Ok(value(e) % 3 != 0));
+        let kept = |v: &[i64]| v.iter().copied().filter(|x| x % 3 != 0).collect();
+        prop_assert_eq!(check_ordered(stage, p.n, kept), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(stage, p.n, p.n - 1, kept), Ok(()));
+        }
+    }
+
+    #[test]
+    fn map_chunks(p: StageParams) {
+        let stage = |ds: Dataset| ds.map_chunks(MapChunksSpec::new(p.size).num_parallel(p.parallel), |chunk, _| {
+            // Each element twice (a flat map).
+            Ok(chunk.into_iter().enumerate().flat_map(|(i, e)| [(i, e.clone()), (i, e)]).collect())
+        });
+        let twice = |v: &[i64]| v.iter().flat_map(|&x| [x, x]).collect();
+        prop_assert_eq!(check_ordered(stage, p.n, twice), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        prop_assert_eq!(check_bounded(stage, p.n.min(120), 0, parallel_bound(p.parallel) * p.size), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(stage, p.n, 0, twice), Ok(()));
+        }
+    }
+
+    #[test]
+    fn shuffle(p: StageParams) {
+        let stage = |ds: Dataset| ds.shuffle(p.size);
+        prop_assert_eq!(check_exactly_once(stage, p.n, identity), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        prop_assert_eq!(check_bounded(stage, p.n.min(120), 1, p.size + 2), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(stage, p.n, p.n / 3, identity), Ok(()));
+        }
+    }
+
+    #[test]
+    fn repeat(p: StageParams) {
+        let stage = |ds: Dataset| ds.repeat(Some(2));
+        let twice = |v: &[i64]| v.iter().chain(v).copied().collect();
+        prop_assert_eq!(check_ordered(stage, p.n, twice), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(stage, p.n, p.n / 2, twice), Ok(()));
+        }
+    }
+
+    #[test]
+    fn take_and_skip(p: StageParams) {
+        let take = |ds: Dataset| ds.take(p.size as u64);
+        let skip = |ds: Dataset| ds.skip(p.size as u64);
+        prop_assert_eq!(check_ordered(take, p.n, |v| v.iter().copied().take(p.size).collect()), Ok(()));
+        prop_assert_eq!(check_ordered(skip, p.n, |v| v.iter().copied().skip(p.size).collect()), Ok(()));
+        prop_assert_eq!(check_deterministic(take, p.n, p.seed), Ok(()));
+        prop_assert_eq!(check_deterministic(skip, p.n, p.seed), Ok(()));
+    }
+
+    #[test]
+    fn batch_unbatch_padded_batch(p: StageParams) {
+        let batch = |ds: Dataset| ds.batch_with(BatchSpec::new(p.size).num_parallel(p.parallel));
+        let round_trip = |ds: Dataset| ds.batch(p.size).unbatch();
+        let padded = |ds: Dataset| ds.padded_batch(PaddedBatchSpec::new(p.size));
+        for stage in [&batch as &dyn Fn(Dataset) -> Dataset, &round_trip, &padded] {
+            prop_assert_eq!(check_ordered(stage, p.n, identity), Ok(()));
+            prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        }
+        prop_assert_eq!(check_bounded(batch, p.n.min(120), p.size, parallel_bound(p.parallel) * p.size), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(batch, p.n, p.n / 2, identity), Ok(()));
+        }
+    }
+
+    #[test]
+    fn prefetch(p: StageParams) {
+        let stage = |ds: Dataset| ds.prefetch(BufferSize::Fixed(p.size));
+        prop_assert_eq!(check_ordered(stage, p.n, identity), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        prop_assert_eq!(check_bounded(stage, p.n.min(120), 1, p.size + 3), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(stage, p.n, p.n / 2, identity), Ok(()));
+        }
+    }
+
+    #[test]
+    fn cache_and_concatenate(p: StageParams) {
+        let cache = |ds: Dataset| ds.cache(CacheSpec::Memory);
+        prop_assert_eq!(check_ordered(cache, p.n, identity), Ok(()));
+        prop_assert_eq!(check_deterministic(cache, p.n, p.seed), Ok(()));
+        let tail = p.size as i64;
+        let concat = |ds: Dataset| ds.concatenate(&Dataset::range(0, tail));
+        let reference = |v: &[i64]| v.iter().copied().chain(0..tail).collect();
+        prop_assert_eq!(check_ordered(concat, p.n, reference), Ok(()));
+        prop_assert_eq!(check_deterministic(concat, p.n, p.seed), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(concat, p.n, p.n - 1, reference), Ok(()));
+        }
+    }
+}

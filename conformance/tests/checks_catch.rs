@@ -1,0 +1,43 @@
+//! The checks are not vacuous: a stage that breaks each property is caught, with a message
+//! naming the property.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use sluice_conformance::{
+    check_bounded, check_deterministic, check_error_propagation, check_exactly_once, check_ordered,
+};
+use sluice_core::prelude::*;
+
+fn value(e: &Element) -> i64 {
+    e.tensor("value").unwrap().as_i64().unwrap()[0]
+}
+
+#[test]
+fn each_broken_stage_is_caught() {
+    let identity = |ds: Dataset| ds;
+    let reversed = |v: &[i64]| v.iter().rev().copied().collect();
+    let err = check_ordered(identity, 5, reversed).unwrap_err();
+    assert!(err.starts_with("ordering:"), "{err}");
+
+    let drops_one = |ds: Dataset| ds.filter(|e| Ok(value(e) != 3));
+    let err = check_exactly_once(drops_one, 10, |v: &[i64]| v.to_vec()).unwrap_err();
+    assert!(err.starts_with("exactly once:"), "{err}");
+
+    static CALLS: AtomicI64 = AtomicI64::new(0);
+    let counter = |ds: Dataset| {
+        ds.map(|e| {
+            let n = CALLS.fetch_add(1, Ordering::Relaxed);
+            Ok(Element::scalar_i64(e.id(), "value", value(&e) + n))
+        })
+    };
+    let err = check_deterministic(counter, 10, 1).unwrap_err();
+    assert!(err.starts_with("determinism:"), "{err}");
+
+    let greedy = |ds: Dataset| ds.prefetch(BufferSize::Fixed(64));
+    let err = check_bounded(greedy, 200, 1, 2).unwrap_err();
+    assert!(err.starts_with("bounded buffering:"), "{err}");
+
+    let swallows = |ds: Dataset| ds.take(1);
+    let err = check_error_propagation(swallows, 10, 5, |v: &[i64]| v.to_vec()).unwrap_err();
+    assert!(err.starts_with("error propagation:"), "{err}");
+}
