@@ -90,7 +90,7 @@ proptest! {
         };
         let mine = |_: &[i64]| {
             (0..files)
-                .filter(|f| (*f as u64) % shards == 0)
+                .filter(|f| (*f as u64).is_multiple_of(shards))
                 .flat_map(|f| (f..n).step_by(files as usize))
                 .collect()
         };
