@@ -145,3 +145,38 @@ fn a_panicking_function_is_an_error_not_an_abort() {
         assert!(err.contains("chunk function broke"), "{err}");
     }
 }
+
+#[test]
+fn an_upstream_error_comes_after_the_outputs_of_the_inputs_before_it() {
+    // Element 6 fails upstream, in the middle of the second chunk of 4: the outputs of 0..6
+    // arrive first (as a plain map would give them), then the error naming element 0:6.
+    for parallel in [NumParallel::Sequential, NumParallel::Fixed(3)] {
+        let ds = Dataset::range(0, 20)
+            .map(|e| {
+                if value(&e) == 6 {
+                    return Err(Error::user("six fails"));
+                }
+                Ok(e)
+            })
+            .map_chunks(MapChunksSpec::new(4).num_parallel(parallel), |c, _| {
+                Ok(c.into_iter().enumerate().collect())
+            });
+        let mut got = Vec::new();
+        let mut err = None;
+        for e in ds.iter().unwrap() {
+            match e {
+                Ok(e) => got.push(value(&e)),
+                Err(e) => {
+                    err = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        assert_eq!(got, (0..6).collect::<Vec<_>>(), "{parallel:?}");
+        let err = err.expect("the error arrives");
+        assert!(
+            err.contains("six fails") && err.contains("element 0:6"),
+            "{err}"
+        );
+    }
+}

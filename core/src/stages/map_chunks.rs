@@ -6,7 +6,8 @@
 //! `k != 1` outputs gives them the ids `id.child(0..k)` (and its provenance). Chunks run
 //! sequentially or on worker threads, in order when `deterministic`. An error fails the
 //! whole chunk (under `ErrorPolicy::Skip` the chunk's elements are dropped, counted as one
-//! skip per failed chunk).
+//! skip per failed chunk). An error from upstream ends the chunk being gathered: the inputs
+//! before it are processed and their outputs come first, then the error, as with `map`.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -20,7 +21,6 @@ use crate::error::{Error, Result};
 use crate::executor::parallel::{ParallelStream, Source, WorkFn, apply};
 use crate::rng::ElementRng;
 use crate::stage::{BuildContext, Input, NumParallel, Stage};
-use crate::stages::batch::Groups;
 use crate::stream::{BoxStream, ElementStream};
 
 /// How a `map_chunks` stage runs.
@@ -167,10 +167,10 @@ impl Stage for MapChunksStage {
             return Err(Error::invalid("map_chunks: chunk_size must be at least 1"));
         }
         let upstream = crate::stages::single_input(inputs, "map_chunks")?.open()?;
-        let groups = Groups {
+        let groups = Chunks {
             upstream,
             size: self.spec.chunk_size,
-            drop_remainder: false,
+            pending: None,
         };
         let key = ctx.stream_key();
         let f = Arc::clone(&self.f);
@@ -208,9 +208,42 @@ impl Stage for MapChunksStage {
     }
 }
 
+/// Chunks of up to `size` consecutive elements. Unlike `batch`'s groups, an upstream error
+/// does not discard the inputs gathered before it: they go out as a short chunk and the error
+/// follows, so outputs and error arrive in input order.
+struct Chunks {
+    upstream: BoxStream,
+    size: usize,
+    pending: Option<Error>,
+}
+
+impl Source<Vec<Element>> for Chunks {
+    fn next_item(&mut self) -> Option<Result<Vec<Element>>> {
+        if let Some(e) = self.pending.take() {
+            return Some(Err(e));
+        }
+        let mut items = Vec::with_capacity(self.size);
+        while items.len() < self.size {
+            match self.upstream.next() {
+                Some(Ok(e)) => items.push(e),
+                Some(Err(e)) if items.is_empty() => return Some(Err(e)),
+                Some(Err(e)) => {
+                    self.pending = Some(e);
+                    break;
+                }
+                None => break,
+            }
+        }
+        if items.is_empty() {
+            return None;
+        }
+        Some(Ok(items))
+    }
+}
+
 /// Chunks run on the consumer's thread.
 struct SequentialChunks {
-    groups: Groups,
+    groups: Chunks,
     f: WorkFn<Vec<Element>, Vec<Element>>,
     ctx: BuildContext,
     ready: VecDeque<Element>,
