@@ -43,4 +43,4 @@ pub use checks::{
     check_bounded, check_deterministic, check_drop_stops_threads, check_error_propagation,
     check_exactly_once, check_ordered, values_of,
 };
-pub use strategies::{StageParams, parallelism, sizes};
+pub use strategies::{StageParams, image_batch, image_element, parallelism, sizes};

@@ -44,3 +44,41 @@ impl Arbitrary for StageParams {
             .boxed()
     }
 }
+
+/// An element with id `(0, index)` holding a `u8` HWC `image` (1 to 8 pixels a side, 1 or 3
+/// channels) and an `i64` `label`.
+pub fn image_element(index: u64) -> impl Strategy<Value = sluice_core::Element> {
+    (
+        1usize..=8,
+        1usize..=8,
+        prop_oneof![Just(1usize), Just(3usize)],
+        any::<i64>(),
+    )
+        .prop_flat_map(move |(h, w, c, label)| {
+            prop::collection::vec(any::<u8>(), h * w * c).prop_map(move |pixels| {
+                sluice_core::Element::new(sluice_core::ElementId::new(0, index))
+                    .with(
+                        "image",
+                        sluice_core::Tensor::new(
+                            &[h, w, c],
+                            sluice_core::TensorData::U8(pixels.into()),
+                        )
+                        .expect("h * w * c values"),
+                    )
+                    .with(
+                        "label",
+                        sluice_core::Tensor::new(
+                            &[],
+                            sluice_core::TensorData::I64(vec![label].into()),
+                        )
+                        .expect("a scalar"),
+                    )
+            })
+        })
+}
+
+/// A batch of 1 to `max` image elements with ids `(0, 0..)`, for plugin stages and batch
+/// stages.
+pub fn image_batch(max: usize) -> impl Strategy<Value = Vec<sluice_core::Element>> {
+    (1..=max.max(1)).prop_flat_map(|n| (0..n as u64).map(image_element).collect::<Vec<_>>())
+}

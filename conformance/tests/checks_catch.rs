@@ -41,3 +41,16 @@ fn each_broken_stage_is_caught() {
     let err = check_error_propagation(swallows, 10, 5, |v: &[i64]| v.to_vec()).unwrap_err();
     assert!(err.starts_with("error propagation:"), "{err}");
 }
+
+proptest::proptest! {
+    /// The element strategies make what they say.
+    #[test]
+    fn image_batches_are_images(batch in sluice_conformance::image_batch(5)) {
+        proptest::prop_assert!((1..=5).contains(&batch.len()));
+        for (i, e) in batch.iter().enumerate() {
+            proptest::prop_assert_eq!(e.id(), ElementId::new(0, i as u64));
+            let shape = e.tensor("image").unwrap().shape().to_vec();
+            proptest::prop_assert!(shape.len() == 3 && (shape[2] == 1 || shape[2] == 3));
+        }
+    }
+}

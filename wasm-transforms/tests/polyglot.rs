@@ -123,3 +123,19 @@ fn bad_configuration_and_input_are_refused_with_its_messages() {
         "{err}"
     );
 }
+
+#[test]
+fn the_c_plugin_passes_sluice_plugin_check() {
+    use sluice_wasm::plugin_check::{CheckOptions, check, render};
+    let dir = tempfile::tempdir().unwrap();
+    let report = check(
+        &compile(dir.path()),
+        &CheckOptions {
+            config: json!({"delta": 17, "p": 0.5}),
+            cases: 24,
+            ..CheckOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(report.passed(), "{}", render(&report));
+}
