@@ -13,11 +13,17 @@ use sluice_wasm::{WasmOptions, WasmPlugin, guests};
 
 /// Compiles the C plugin into `dir` with clang (which `.ci/run` installs).
 fn compile(dir: &std::path::Path) -> PathBuf {
+    compile_with(dir, &[])
+}
+
+fn compile_with(dir: &std::path::Path, defines: &[&str]) -> PathBuf {
     let source = guests::workspace_dir().join("examples/plugins/c-brightness/brightness.c");
     let out = dir.join("c_brightness.wasm");
     let result = Command::new("clang")
         .args(["--target=wasm32-unknown-unknown", "-O2", "-nostdlib"])
-        .args(["-Wl,--no-entry", "-Wl,--export-dynamic", "-o"])
+        .args(["-Wl,--no-entry", "-Wl,--export-dynamic"])
+        .args(defines)
+        .arg("-o")
         .arg(&out)
         .arg(&source)
         .output()
@@ -138,4 +144,41 @@ fn the_c_plugin_passes_sluice_plugin_check() {
     )
     .unwrap();
     assert!(report.passed(), "{}", render(&report));
+}
+
+#[test]
+fn a_build_whose_outputs_depend_on_neighbours_fails_the_independence_check() {
+    use sluice_wasm::plugin_check::{CheckOptions, Outcome, check, render};
+    let dir = tempfile::tempdir().unwrap();
+    let report = check(
+        &compile_with(dir.path(), &["-DBROKEN_NEIGHBOURS"]),
+        &CheckOptions {
+            cases: 24,
+            ..CheckOptions::default()
+        },
+    )
+    .unwrap();
+    let independent = report
+        .checks
+        .iter()
+        .find(|c| c.check == "independent")
+        .unwrap();
+    match &independent.outcome {
+        Outcome::Fail {
+            message,
+            minimal_case,
+        } => {
+            assert!(message.contains("depends on its neighbours"), "{message}");
+            assert_eq!(
+                minimal_case
+                    .as_deref()
+                    .unwrap()
+                    .matches("Element::new")
+                    .count(),
+                2
+            );
+        }
+        other => panic!("{other:?}\n{}", render(&report)),
+    }
+    assert!(!report.passed());
 }

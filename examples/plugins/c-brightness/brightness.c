@@ -220,6 +220,7 @@ EXPORT i32 sluice_process(u32 handle, const u8 *input, usize input_len, const u6
     if (!reserve(in, 8 + 4 * (usize)n)) return fail(in, 2, "out of memory");
     put(in, "SLB1", 4); put_u32(in, n);
     for (u32 i = 0; i < n; i++) put_u32(in, i);
+    i32 previous = 0; /* only used when built with -DBROKEN_NEIGHBOURS (a test of the checker) */
     for (u32 e = 0; e < n; e++) {
         u32 n_tensors; if (!u32_at(&r, &n_tensors)) return fail(in, 1, "truncated element");
         if (n_tensors == 0xFFFFFFFFu) return fail(in, 1, "a pass-through marker in an input batch");
@@ -269,8 +270,13 @@ EXPORT i32 sluice_process(u32 handle, const u8 *input, usize input_len, const u6
             for (u64 v = 0; v < values; v++) {
                 i32 y = data[v];
                 if (apply) { y += in->delta; y = y < 0 ? 0 : y > 255 ? 255 : y; }
+#ifdef BROKEN_NEIGHBOURS
+                /* Deliberately wrong: the output depends on the previous element of the call. */
+                y = (y + previous) & 255;
+#endif
                 in->out[in->out_len + v] = (u8)y;
             }
+            previous = values ? data[0] : 0;
             in->out_len += (usize)values;
         }
         if (!found) return fail(in, 1, "missing feature \"image\"");
