@@ -133,6 +133,15 @@ fn skip_policy_skips_corrupt_records_and_the_rest_of_a_truncated_file() {
         .collect()
         .unwrap_err();
     assert!(err.to_string().contains("corrupted record at 268"), "{err}");
+    // It names the record it could not read: its id and where it starts.
+    assert_eq!(err.element(), Some(ElementId::new(0, 1)), "{err}");
+    assert!(
+        err.to_string().contains("element 0:1 (")
+            && err
+                .to_string()
+                .contains("corrupt_data_crc.tfrecord at offset 256)"),
+        "{err}"
+    );
 }
 
 #[test]

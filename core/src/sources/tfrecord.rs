@@ -113,8 +113,21 @@ impl ElementStream for FileRecords {
                 Ok(None) => None,
                 Err(e) => {
                     // The reader has ended; under the skip policy the rest of the file is
-                    // one skip, counted; otherwise the error travels.
-                    let err = self.ctx.stream_error(Error::from(e));
+                    // one skip, counted; otherwise the error travels. It names the record
+                    // that could not be read: its id (the records returned and skipped
+                    // before it) and where it starts.
+                    let err = Error::Stage {
+                        stage: self.ctx.stage_label(),
+                        element: Some(ElementId::new(
+                            self.file_index,
+                            self.reader.records() + self.reader.skipped(),
+                        )),
+                        provenance: Some(Provenance {
+                            file: Arc::clone(&self.file),
+                            offset: self.reader.stream_offset(),
+                        }),
+                        source: Box::new(Error::from(e)),
+                    };
                     match self.ctx.on_error(err) {
                         Some(err) => Some(Err(err)),
                         None => continue,
