@@ -73,17 +73,50 @@ pub fn check_exactly_once(
     Ok(())
 }
 
+/// Every element in full: its id, and each feature's name, dtype, shape and values (floats
+/// as bit patterns), so equal digests mean bit-identical output.
 fn digest(ds: &Dataset) -> Result<Vec<String>, String> {
     Ok(ds
         .collect()
         .map_err(|e| e.to_string())?
         .iter()
-        .map(|e| format!("{} {:?}", e.id(), element_values(e)))
+        .map(|e| {
+            let mut names: Vec<&str> = e.iter().map(|(n, _)| n).collect();
+            names.sort_unstable();
+            let features: Vec<String> = names
+                .into_iter()
+                .map(|name| match e.get(name) {
+                    Some(Value::Dense(t)) => format!("{name} {:?} {}", t.shape(), bits(t.data())),
+                    Some(Value::Ragged(r)) => format!(
+                        "{name} ragged {:?}",
+                        (0..r.rows())
+                            .map(|i| r.row(i).map(|t| bits(t.data())).unwrap_or_default())
+                            .collect::<Vec<_>>()
+                    ),
+                    None => String::new(),
+                })
+                .collect();
+            format!("{} | {}", e.id(), features.join(" | "))
+        })
         .collect())
 }
 
-/// The same seed gives the same elements (ids and values, in order) twice, and at 1 thread
-/// as at 4.
+fn bits(data: &TensorData) -> String {
+    match data {
+        TensorData::F32(v) => format!(
+            "f32 {:?}",
+            v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        ),
+        TensorData::F64(v) => format!(
+            "f64 {:?}",
+            v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The same seed gives the same elements (ids and every feature's bits, in order) twice, and
+/// at 1 thread as at 4.
 pub fn check_deterministic(
     stage: impl Fn(Dataset) -> Dataset,
     n: i64,
