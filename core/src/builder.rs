@@ -85,12 +85,16 @@ impl Dataset {
 /// Stages.
 impl Dataset {
     /// Keeps shard `index` of `num_shards`. On a TFRecord source (before `interleave` or on
-    /// it) the file list is sharded, so each shard reads only its files; otherwise every
+    /// it, or a global shuffle) the file list is sharded, so each shard reads only its
+    /// files; otherwise every
     /// `num_shards`-th element is kept.
     pub fn shard(&self, num_shards: u64, index: u64) -> Dataset {
         let spec = ShardSpec { num_shards, index };
         let reader = self.stage().as_any();
-        if reader.is::<TfRecordSpec>() || reader.is::<InterleaveStage>() {
+        if reader.is::<TfRecordSpec>()
+            || reader.is::<InterleaveStage>()
+            || reader.is::<crate::sources::global_shuffle::GlobalShuffleStage>()
+        {
             let files = &self.inputs()[0];
             let sharded = Dataset::from_stage(spec, vec![files.clone()]);
             return Dataset::from_arc(Arc::clone(self.stage()), vec![sharded]);

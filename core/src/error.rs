@@ -61,6 +61,35 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// Global shuffle was given a GZIP or ZLIB shard: it reads records at their offsets,
+    /// which a compressed stream cannot do.
+    #[error(
+        "{file} is {compression}-compressed: global shuffle reads records at their offsets, \
+         which a compressed stream cannot do; decompress the shards, or use interleave and \
+         shuffle"
+    )]
+    CompressedShard {
+        /// The shard.
+        file: String,
+        /// `gzip` or `zlib`.
+        compression: &'static str,
+    },
+    /// A record read at its indexed offset does not have the indexed length: the shard
+    /// changed after it was indexed (a later run rebuilds the index).
+    #[error(
+        "{file}: the record at {offset} is {found} bytes long but the record index says \
+         {indexed}: the file changed after it was indexed (the next run rebuilds the index)"
+    )]
+    StaleIndex {
+        /// The shard.
+        file: String,
+        /// Offset of the record's header.
+        offset: u64,
+        /// The length the index gives.
+        indexed: u64,
+        /// The length the record's header gives.
+        found: u64,
+    },
     /// The RAM budget does not allow what the pipeline asks for.
     #[error("RAM budget exceeded: {0}")]
     RamBudget(String),
