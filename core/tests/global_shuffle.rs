@@ -1,0 +1,455 @@
+//! Global shuffle over TFRecord shards: every record exactly once per epoch, seeded orders,
+//! the sequential reader's ids, provenance and errors, and record indexes that are rebuilt
+//! whenever they cannot be trusted.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
+use sluice_core::sources::global_shuffle::GlobalShuffleSpec;
+use sluice_core::sources::record_index::{self, INDEX_SUFFIX, IndexOptions, IndexOrigin};
+use sluice_core::{Dataset, Element, ElementId, Error, ErrorPolicy, NumParallel, Options};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/tfrecord")
+}
+
+fn write_shard(path: &Path, records: &[Vec<u8>]) {
+    let mut w = TfRecordWriter::new(Vec::new(), Compression::None).unwrap();
+    for r in records {
+        w.write_record(r).unwrap();
+    }
+    fs::write(path, w.finish().unwrap()).unwrap();
+}
+
+/// What identifies an element: id, provenance and bytes.
+type Key = (ElementId, String, u64, Vec<u8>);
+
+fn key(e: &Element) -> Key {
+    let p = e.provenance().expect("provenance");
+    let data = e.tensor("record").unwrap().as_bytes_list().unwrap()[0].to_vec();
+    (e.id(), p.file.to_string(), p.offset, data)
+}
+
+fn keys(elements: &[Element]) -> Vec<Key> {
+    elements.iter().map(key).collect()
+}
+
+fn global(pattern: &str, index_dir: &Path, n: NumParallel, seed: u64) -> Dataset {
+    let spec = GlobalShuffleSpec::default()
+        .index_dir(index_dir)
+        .num_parallel(n);
+    Dataset::tfrecord_global_shuffle([pattern], spec)
+        .unwrap()
+        .with_options(Options::default().with_seed(seed))
+}
+
+fn sequential(pattern: &str) -> Dataset {
+    Dataset::tfrecord([pattern])
+        .unwrap()
+        .with_options(Options::default().with_seed(0))
+}
+
+fn sorted(mut v: Vec<Key>) -> Vec<Key> {
+    v.sort();
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random shards (empty files, zero-length records included): each epoch yields every
+    /// record once, with the sequential reader's id, provenance and bytes, at any
+    /// parallelism; and the order does not depend on the threads.
+    #[test]
+    fn every_record_exactly_once_per_epoch_as_the_sequential_reader_gives_it(
+        shards in prop::collection::vec(
+            prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..30),
+            1..6,
+        ),
+        seed in any::<u64>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        fs::create_dir(&data).unwrap();
+        for (i, records) in shards.iter().enumerate() {
+            write_shard(&data.join(format!("s-{i:03}")), records);
+        }
+        let pattern = format!("{}/s-*", data.display());
+        let expected = sorted(keys(&sequential(&pattern).collect().unwrap()));
+        let total: usize = shards.iter().map(Vec::len).sum();
+        prop_assert_eq!(expected.len(), total);
+        let idx = dir.path().join("idx");
+        let inline = global(&pattern, &idx, NumParallel::Sequential, seed);
+        let threaded = global(&pattern, &idx, NumParallel::Fixed(3), seed);
+        for _epoch in 0..2 {
+            let a = keys(&inline.collect().unwrap());
+            let b = keys(&threaded.collect().unwrap());
+            prop_assert_eq!(&a, &b);
+            prop_assert_eq!(sorted(a), expected.clone());
+        }
+    }
+}
+
+#[test]
+fn the_fixtures_match_the_sequential_reader_and_the_seed_fixes_the_order() {
+    let idx = tempfile::tempdir().unwrap();
+    let pattern = format!("{}/images.tfrecord-*", fixtures().display());
+    let expected = sorted(keys(&sequential(&pattern).collect().unwrap()));
+    assert_eq!(expected.len(), 32);
+    let a = keys(
+        &global(&pattern, idx.path(), NumParallel::Auto, 1)
+            .collect()
+            .unwrap(),
+    );
+    assert_eq!(sorted(a.clone()), expected);
+    // The fixtures' directory is read-only: the indexes went to `index_dir`.
+    let written = fs::read_dir(idx.path()).unwrap().count();
+    assert_eq!(written, 4);
+    // Same seed, same order (a new dataset: the first epoch again); another seed, another.
+    let again = keys(
+        &global(&pattern, idx.path(), NumParallel::Fixed(2), 1)
+            .collect()
+            .unwrap(),
+    );
+    assert_eq!(a, again);
+    let other = keys(
+        &global(&pattern, idx.path(), NumParallel::Auto, 2)
+            .collect()
+            .unwrap(),
+    );
+    assert_ne!(a, other);
+    assert_eq!(sorted(other), expected);
+    // Records of every shard come early: no locality.
+    let first_files: std::collections::BTreeSet<u64> = a[..12].iter().map(|k| k.0.source).collect();
+    assert!(first_files.len() >= 3, "{first_files:?}");
+}
+
+#[test]
+fn each_epoch_and_each_pass_of_repeat_gets_a_new_permutation() {
+    let dir = tempfile::tempdir().unwrap();
+    for s in 0..3 {
+        let records: Vec<Vec<u8>> = (0..40).map(|i| format!("{s}-{i}").into_bytes()).collect();
+        write_shard(&dir.path().join(format!("s{s}")), &records);
+    }
+    let pattern = format!("{}/s*", dir.path().display());
+    let ds = global(&pattern, &dir.path().join("idx"), NumParallel::Fixed(2), 9);
+    let e1 = keys(&ds.collect().unwrap());
+    let e2 = keys(&ds.collect().unwrap());
+    assert_ne!(e1, e2);
+    assert_eq!(sorted(e1.clone()), sorted(e2.clone()));
+    // A fresh dataset with the same seed replays epoch 1, then epoch 2.
+    let replay = global(
+        &pattern,
+        &dir.path().join("idx"),
+        NumParallel::Sequential,
+        9,
+    );
+    assert_eq!(keys(&replay.collect().unwrap()), e1);
+    assert_eq!(keys(&replay.collect().unwrap()), e2);
+    // repeat(3): three permutations, each a whole pass.
+    let rep = keys(&ds.repeat(Some(3)).collect().unwrap());
+    assert_eq!(rep.len(), 360);
+    let passes: Vec<&[Key]> = rep.chunks(120).collect();
+    for p in &passes {
+        assert_eq!(sorted(p.to_vec()), sorted(e1.clone()));
+    }
+    assert_ne!(passes[0], passes[1]);
+    assert_ne!(passes[1], passes[2]);
+    // Without reshuffling, every epoch has the same order.
+    let mut spec = GlobalShuffleSpec::default().index_dir(dir.path().join("idx"));
+    spec.reshuffle_each_epoch = false;
+    let fixed = Dataset::tfrecord_global_shuffle([&pattern], spec)
+        .unwrap()
+        .with_options(Options::default().with_seed(9));
+    assert_eq!(
+        keys(&fixed.collect().unwrap()),
+        keys(&fixed.collect().unwrap())
+    );
+}
+
+/// The first error of a pipeline, and the records before it.
+fn run(ds: &Dataset) -> (Vec<Element>, Option<Error>) {
+    let mut out = Vec::new();
+    for item in ds.iter().unwrap() {
+        match item {
+            Ok(e) => out.push(e),
+            Err(e) => return (out, Some(e)),
+        }
+    }
+    (out, None)
+}
+
+#[test]
+fn damaged_shards_give_the_sequential_readers_error_with_file_and_offset() {
+    let idx = tempfile::tempdir().unwrap();
+    for (file, tf) in [
+        ("corrupt_data_crc.tfrecord", "corrupted record at 268"),
+        ("corrupt_length_crc.tfrecord", "corrupted record at 480"),
+        ("truncated.tfrecord", "truncated record at 15224"),
+    ] {
+        let path = fixtures().join(file).display().to_string();
+        let (_, seq) = run(&sequential(&path));
+        let seq = seq.expect("the sequential reader fails");
+        for n in [NumParallel::Sequential, NumParallel::Fixed(2)] {
+            let (_, err) = run(&global(&path, idx.path(), n, 3));
+            let err = err.expect("global shuffle fails");
+            assert_eq!(err.element(), seq.element(), "{file}");
+            let Error::Stage { provenance, .. } = &err else {
+                panic!("{err:?}")
+            };
+            let Error::Stage { provenance: p2, .. } = &seq else {
+                unreachable!()
+            };
+            assert_eq!(provenance, p2, "{file}");
+            assert_eq!(err.root().to_string(), seq.root().to_string());
+            assert_eq!(err.root().to_string(), format!("{path}: {tf}"));
+            assert!(
+                err.to_string().contains(&format!("{path} at offset")),
+                "{err}"
+            );
+        }
+        // Damaged shards are never indexed on disk.
+        assert!(fs::read_dir(idx.path()).unwrap().next().is_none(), "{file}");
+    }
+}
+
+#[test]
+fn under_the_skip_policy_the_same_records_come_as_from_the_sequential_reader() {
+    let idx = tempfile::tempdir().unwrap();
+    let skip = Options::default()
+        .with_seed(5)
+        .with_error_policy(ErrorPolicy::Skip);
+    for file in [
+        "corrupt_data_crc.tfrecord",
+        "corrupt_length_crc.tfrecord",
+        "truncated.tfrecord",
+    ] {
+        let path = fixtures().join(file).display().to_string();
+        let seq = Dataset::tfrecord([&path])
+            .unwrap()
+            .with_options(skip.clone());
+        let expected = sorted(keys(&seq.collect().unwrap()));
+        let spec = GlobalShuffleSpec::default().index_dir(idx.path());
+        let ds = Dataset::tfrecord_global_shuffle([&path], spec)
+            .unwrap()
+            .with_options(skip.clone());
+        let got = keys(&ds.collect().unwrap());
+        assert_eq!(sorted(got), expected, "{file}");
+        let skipped: u64 = ds.stats().unwrap().stages.iter().map(|s| s.skipped).sum();
+        assert_eq!(skipped, 1, "{file}");
+    }
+}
+
+#[test]
+fn a_record_damaged_after_indexing_fails_when_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    write_shard(
+        &path,
+        &[b"one".to_vec(), b"two".to_vec(), b"three".to_vec()],
+    );
+    let p = path.display().to_string();
+    let idx = dir.path().join("idx");
+    assert_eq!(
+        global(&p, &idx, NumParallel::Sequential, 1)
+            .collect()
+            .unwrap()
+            .len(),
+        3
+    );
+    // Damage the second record's data in place, keeping size and mtime: the index is still
+    // trusted, and the read's CRC check catches it.
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[19 + 12] ^= 1;
+    fs::write(&path, &bytes).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let (_, err) = run(&global(&p, &idx, NumParallel::Fixed(2), 1));
+    let err = err.unwrap();
+    assert_eq!(err.element(), Some(ElementId::new(0, 1)));
+    assert_eq!(
+        err.root().to_string(),
+        format!("{p}: corrupted record at 31")
+    );
+    assert!(
+        err.to_string().contains(&format!("{p} at offset 19")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_stale_index_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let p = path.display().to_string();
+    write_shard(&path, &[b"aaaa".to_vec(), b"bb".to_vec()]);
+    // No index_dir: the index goes beside the (writable) data.
+    let spec = GlobalShuffleSpec::default();
+    let ds = || {
+        Dataset::tfrecord_global_shuffle([&p], spec.clone())
+            .unwrap()
+            .with_options(Options::default().with_seed(1))
+    };
+    assert_eq!(ds().collect().unwrap().len(), 2);
+    let beside = PathBuf::from(format!("{p}{INDEX_SUFFIX}"));
+    assert!(beside.exists());
+    let options = IndexOptions::default();
+    let loaded = record_index::load_or_build(&path, &options).unwrap();
+    assert_eq!(loaded.origin, IndexOrigin::Loaded(beside.clone()));
+    // Rewritten with other records (another size): rebuilt and rewritten.
+    write_shard(&path, &[b"x".to_vec(), b"".to_vec(), b"yyyyyyy".to_vec()]);
+    let data: Vec<Vec<u8>> = {
+        let mut v: Vec<Vec<u8>> = keys(&ds().collect().unwrap())
+            .into_iter()
+            .map(|k| k.3)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(data, [b"".to_vec(), b"x".to_vec(), b"yyyyyyy".to_vec()]);
+    // Rewritten with the same size but other framing, and a new mtime: rebuilt too.
+    write_shard(&path, &[b"".to_vec(), b"xyyyyyyy".to_vec()]);
+    let later =
+        fs::metadata(&path).unwrap().modified().unwrap() + std::time::Duration::from_secs(5);
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let rebuilt = record_index::load_or_build(&path, &options).unwrap();
+    assert_eq!(rebuilt.origin, IndexOrigin::Built(Some(beside.clone())));
+    assert_eq!(rebuilt.index.len(), 2);
+    assert_eq!(ds().collect().unwrap().len(), 2);
+    let loaded = record_index::load_or_build(&path, &options).unwrap();
+    assert_eq!(loaded.origin, IndexOrigin::Loaded(beside));
+}
+
+#[test]
+fn a_damaged_index_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let records: Vec<Vec<u8>> = (0..10).map(|i| vec![i as u8; i]).collect();
+    write_shard(&path, &records);
+    let idx = dir.path().join("idx");
+    let options = IndexOptions {
+        index_dir: Some(idx.clone()),
+        ..Default::default()
+    };
+    let built = record_index::load_or_build(&path, &options).unwrap();
+    let IndexOrigin::Built(Some(file)) = built.origin else {
+        panic!("{:?}", built.origin)
+    };
+    assert!(file.starts_with(&idx));
+    let good = fs::read(&file).unwrap();
+    let damages: Vec<Vec<u8>> = vec![
+        {
+            let mut b = good.clone();
+            b[60] ^= 4; // a boundary
+            b
+        },
+        {
+            let mut b = good.clone();
+            b[0] = b'X'; // the magic
+            b
+        },
+        good[..good.len() - 9].to_vec(), // truncated
+        Vec::new(),
+    ];
+    for (i, bad) in damages.iter().enumerate() {
+        fs::write(&file, bad).unwrap();
+        let again = record_index::load_or_build(&path, &options).unwrap();
+        assert_eq!(again.origin, IndexOrigin::Built(Some(file.clone())), "{i}");
+        assert_eq!(fs::read(&file).unwrap(), good, "{i}");
+        fs::write(&file, bad).unwrap();
+        let p = path.display().to_string();
+        let got = global(&p, &idx, NumParallel::Fixed(2), 4)
+            .collect()
+            .unwrap();
+        assert_eq!(got.len(), 10, "{i}");
+    }
+}
+
+#[test]
+fn compressed_shards_are_refused() {
+    let idx = tempfile::tempdir().unwrap();
+    for (file, name) in [
+        ("examples.tfrecord.gz", "gzip"),
+        ("examples.tfrecord.zlib", "zlib"),
+    ] {
+        let path = fixtures().join(file).display().to_string();
+        let (records, err) = run(&global(&path, idx.path(), NumParallel::Auto, 0));
+        assert!(records.is_empty());
+        let err = err.unwrap();
+        assert!(
+            matches!(err.root(), Error::CompressedShard { compression, .. } if *compression == name),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("{path} is {name}-compressed")),
+            "{message}"
+        );
+        assert!(message.contains("cannot"), "{message}");
+    }
+    // Named compression is refused without looking at the file.
+    let path = fixtures().join("examples.tfrecord").display().to_string();
+    let reader = sluice_core::sources::tfrecord::TfRecordSpec {
+        compression: Compression::Gzip,
+        ..Default::default()
+    };
+    let ds = Dataset::files([&path])
+        .unwrap()
+        .read_tfrecord_global_shuffle(reader, GlobalShuffleSpec::default().index_dir(idx.path()));
+    let (_, err) = run(&ds);
+    assert!(matches!(err.unwrap().root(), Error::CompressedShard { .. }));
+}
+
+#[test]
+fn empty_shards_and_sharding_of_the_file_list() {
+    let idx = tempfile::tempdir().unwrap();
+    let empty = fixtures().join("empty.tfrecord").display().to_string();
+    assert!(
+        global(&empty, idx.path(), NumParallel::Auto, 0)
+            .collect()
+            .unwrap()
+            .is_empty()
+    );
+    let pattern = format!("{}/images.tfrecord-*", fixtures().display());
+    let ds = global(&pattern, idx.path(), NumParallel::Fixed(2), 0).shard(2, 1);
+    let got = keys(&ds.collect().unwrap());
+    assert_eq!(got.len(), 16);
+    let files: BTreeMap<u64, usize> = got.iter().fold(BTreeMap::new(), |mut m, k| {
+        *m.entry(k.0.source).or_default() += 1;
+        m
+    });
+    assert_eq!(files, BTreeMap::from([(1, 8), (3, 8)]));
+}
+
+#[test]
+fn the_spec_is_serde() {
+    let spec = GlobalShuffleSpec::default()
+        .index_dir("/tmp/i")
+        .num_parallel(3)
+        .seed(4);
+    let json = serde_json::to_string(&spec).unwrap();
+    assert_eq!(
+        json,
+        r#"{"index_dir":"/tmp/i","num_parallel":3,"seed":4,"reshuffle_each_epoch":true}"#
+    );
+    assert_eq!(
+        serde_json::from_str::<GlobalShuffleSpec>(&json).unwrap(),
+        spec
+    );
+    let d: GlobalShuffleSpec = serde_json::from_str(r#"{"num_parallel":"auto"}"#).unwrap();
+    assert_eq!(d, GlobalShuffleSpec::default());
+    assert!(serde_json::from_str::<GlobalShuffleSpec>(r#"{"index":"x"}"#).is_err());
+}
