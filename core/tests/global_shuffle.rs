@@ -453,3 +453,74 @@ fn the_spec_is_serde() {
     assert_eq!(d, GlobalShuffleSpec::default());
     assert!(serde_json::from_str::<GlobalShuffleSpec>(r#"{"index":"x"}"#).is_err());
 }
+
+mod pipeline_file {
+    use super::*;
+    use sluice_core::pipeline_file::PipelineFile;
+
+    fn error(text: &str) -> String {
+        PipelineFile::from_toml(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn global_shuffle_in_the_source_table() {
+        let idx = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[source]\nfiles = ['images.tfrecord-*']\nglobal_shuffle = true\nindex_dir = {:?}\nnum_parallel = 2\n\n[options]\nseed = 3\n",
+            idx.path().display().to_string()
+        );
+        let p = PipelineFile::from_toml(&text)
+            .unwrap()
+            .with_data_dir(fixtures());
+        let spec = p.source.global_shuffle_spec().unwrap();
+        assert_eq!(spec.num_parallel, NumParallel::Fixed(2));
+        let ds = p.build().unwrap();
+        let got = keys(&ds.collect().unwrap());
+        let pattern = format!("{}/images.tfrecord-*", fixtures().display());
+        let same = keys(
+            &global(&pattern, idx.path(), NumParallel::Auto, 3)
+                .collect()
+                .unwrap(),
+        );
+        assert_eq!(got, same);
+        // Without the key, the files are read in order (and nothing is indexed).
+        let plain = PipelineFile::from_toml("[source]\nfiles = ['x']\n").unwrap();
+        assert!(plain.source.global_shuffle_spec().is_none());
+        assert!(
+            !toml::to_string(&plain.source)
+                .unwrap()
+                .contains("global_shuffle")
+        );
+    }
+
+    #[test]
+    fn impossible_combinations_are_located() {
+        assert_eq!(
+            error("[source]\nfiles = ['x']\nindex_dir = 'i'\n"),
+            "<string>:3:13: `index_dir` applies only with `global_shuffle = true`"
+        );
+        assert_eq!(
+            error("[source]\nfiles = ['x']\nnum_parallel = 2\n"),
+            "<string>:3:16: `num_parallel` applies only with `global_shuffle = true`"
+        );
+        assert_eq!(
+            error("[source]\nfiles = ['x']\nglobal_shuffle = true\nnum_parallel = 0\n"),
+            "<string>:4:16: `num_parallel` must be at least 1 or \"auto\" (the default)"
+        );
+        let gz = error("[source]\nfiles = ['x']\nglobal_shuffle = true\ncompression = 'gzip'\n");
+        assert!(gz.starts_with("<string>:4:15: global shuffle reads records at their offsets, which a gzip stream cannot do"), "{gz}");
+        let il = error(
+            "[source]\nfiles = ['x']\nglobal_shuffle = true\n\n[[stage]]\nkind = 'interleave'\n",
+        );
+        assert!(
+            il.starts_with(
+                "<string>:5:1: interleave: the source reads its files by global shuffle"
+            ),
+            "{il}"
+        );
+        assert!(
+            error("[source]\nfiles = ['x']\nglobal_shuffle = 1\n").contains("3:"),
+            "bool"
+        );
+    }
+}

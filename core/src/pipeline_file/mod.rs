@@ -265,7 +265,10 @@ impl PipelineFile {
             patterns: self.source.patterns(),
             shuffle: self.source.shuffle_files,
         })?;
-        let mut dataset = files.read_tfrecord(self.source.reader());
+        let mut dataset = match self.source.global_shuffle_spec() {
+            Some(spec) => files.read_tfrecord_global_shuffle(self.source.reader(), spec),
+            None => files.read_tfrecord(self.source.reader()),
+        };
         for stage in &self.stages {
             dataset = match stage {
                 StageSpec::Plugin(p) => {
@@ -287,6 +290,13 @@ impl PipelineFile {
             stage.check(&base)?;
             match stage {
                 StageSpec::Shard(_) => {}
+                StageSpec::Interleave(_) if self.source.global_shuffle => {
+                    return Err(Problem::new(
+                        base.to_vec(),
+                        "interleave: the source reads its files by global shuffle \
+                         (`global_shuffle = true`), so there is nothing to interleave",
+                    ));
+                }
                 StageSpec::Interleave(_) if reading_files => reading_files = false,
                 StageSpec::Interleave(_) => {
                     return Err(Problem::new(

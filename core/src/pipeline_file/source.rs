@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize};
 use sluice_proto::tfrecord::Compression;
 
+use crate::sources::global_shuffle::GlobalShuffleSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
+use crate::stage::NumParallel;
 
 use super::validate::{Problem, Seg};
 
@@ -17,6 +19,9 @@ use super::validate::{Problem, Seg};
 /// files = ["train.tfrecord-*"]      # or one string
 /// compression = "auto"              # auto | none | gzip | zlib
 /// shuffle_files = false             # reshuffle the file list each epoch (seeded)
+/// global_shuffle = false            # every record once per epoch, in a seeded global order
+/// index_dir = "/tmp/idx"            # global shuffle only: where record indexes are kept
+/// num_parallel = "auto"             # global shuffle only: reader threads
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +49,21 @@ pub struct SourceSpec {
     /// Read-ahead buffer per open file, in bytes. Default 256 KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer_size: Option<usize>,
+    /// Read every record of every file exactly once per epoch in a seeded global
+    /// permutation, through record indexes
+    /// ([`global_shuffle`](crate::sources::global_shuffle)), instead of file after file.
+    /// The files must be uncompressed. Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub global_shuffle: bool,
+    /// With `global_shuffle`: keep record indexes in this directory only (relative to the
+    /// current directory). Default: beside each file, or in the cache directory when the
+    /// data's directory is not writable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_dir: Option<PathBuf>,
+    /// With `global_shuffle`: reader threads, a number or `"auto"` (default: the CPU
+    /// budget, at most 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_parallel: Option<NumParallel>,
 }
 
 impl SourceSpec {
@@ -56,6 +76,9 @@ impl SourceSpec {
             shuffle_files: false,
             max_record_len: None,
             buffer_size: None,
+            global_shuffle: false,
+            index_dir: None,
+            num_parallel: None,
         }
     }
 
@@ -84,6 +107,15 @@ impl SourceSpec {
         }
     }
 
+    /// The global shuffle to read with, when `global_shuffle` is set.
+    pub fn global_shuffle_spec(&self) -> Option<GlobalShuffleSpec> {
+        self.global_shuffle.then(|| GlobalShuffleSpec {
+            index_dir: self.index_dir.clone(),
+            num_parallel: self.num_parallel.unwrap_or(NumParallel::Auto),
+            ..GlobalShuffleSpec::default()
+        })
+    }
+
     pub(super) fn check(&self) -> Result<(), Problem> {
         let at = |key: &str| vec![Seg::key("source"), Seg::key(key)];
         if self.files.is_empty() {
@@ -107,6 +139,46 @@ impl SourceSpec {
             return Err(Problem::new(
                 at("buffer_size"),
                 "`buffer_size` must be at least 1",
+            ));
+        }
+        if !self.global_shuffle {
+            for (key, set) in [
+                ("index_dir", self.index_dir.is_some()),
+                ("num_parallel", self.num_parallel.is_some()),
+            ] {
+                if set {
+                    return Err(Problem::new(
+                        at(key),
+                        format!("`{key}` applies only with `global_shuffle = true`"),
+                    ));
+                }
+            }
+            return Ok(());
+        }
+        if self.num_parallel == Some(NumParallel::Fixed(0)) {
+            return Err(Problem::new(
+                at("num_parallel"),
+                "`num_parallel` must be at least 1 or \"auto\" (the default)",
+            ));
+        }
+        if self
+            .index_dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            return Err(Problem::new(
+                at("index_dir"),
+                "`index_dir` must name a directory",
+            ));
+        }
+        if matches!(self.compression, Compression::Gzip | Compression::Zlib) {
+            return Err(Problem::new(
+                at("compression"),
+                format!(
+                    "global shuffle reads records at their offsets, which a {} stream cannot \
+                     do: use uncompressed files (or interleave and shuffle)",
+                    self.compression
+                ),
             ));
         }
         Ok(())
