@@ -17,10 +17,16 @@
 //!   `augment`)
 //! - `cache2`: interleave 4 -> map(parse, decode JPEG, resize 64x64 f32) -> cache -> batch 64
 //!   (parallel) -> prefetch; two epochs; the second (served from the memory cache) is reported.
+//! - `global_shuffle`: global shuffle of every record (record indexes, positioned reads,
+//!   `num_parallel` auto) -> batch 256 -> parse_example (images/s); two epochs, the second
+//!   (indexes already built) is reported. The indexes are written beside the data.
+//! - `buffered_shuffle`: the same with interleave 4 -> shuffle(10_000) instead, to compare;
+//!   two epochs, the second reported.
 
 use std::time::Instant;
 
 use sluice_core::prelude::*;
+use sluice_core::sources::global_shuffle::GlobalShuffleSpec;
 
 fn spec() -> ParseExampleSpec {
     ParseExampleSpec::new([
@@ -159,6 +165,25 @@ fn run(dir: &str, name: &str) {
                 .image_ops(augment_ops())
                 .prefetch(BufferSize::Auto),
             1,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        "global_shuffle" => (
+            Dataset::tfrecord_global_shuffle(
+                [format!("{dir}/train.tfrecord-*")],
+                GlobalShuffleSpec::default(),
+            )
+            .expect("bench data (run tfdata_baseline.py gen DIR first)")
+            .batch(256)
+            .parse_example(spec()),
+            2,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        "buffered_shuffle" => (
+            interleaved(dir)
+                .shuffle(10_000)
+                .batch(256)
+                .parse_example(spec()),
+            2,
             |b| (b.tensor("label").unwrap().len(), 0),
         ),
         "decode_only" => return decode_only(dir),
