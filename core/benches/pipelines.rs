@@ -26,7 +26,6 @@
 use std::time::Instant;
 
 use sluice_core::prelude::*;
-use sluice_core::sources::global_shuffle::GlobalShuffleSpec;
 
 fn spec() -> ParseExampleSpec {
     ParseExampleSpec::new([

@@ -73,6 +73,7 @@ pub use tensor::{DType, Shape, Shared, Tensor, TensorData};
 /// Everything needed to write pipelines.
 pub mod prelude {
     pub use crate::sources::files::FilesSpec;
+    pub use crate::sources::global_shuffle::GlobalShuffleSpec;
     pub use crate::sources::tfrecord::TfRecordSpec;
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::cache::CacheSpec;

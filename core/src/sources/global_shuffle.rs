@@ -31,11 +31,10 @@
 //! on page-cached files it is close; on a disk that seeks, it is not.
 //!
 //! GZIP and ZLIB shards cannot be read at an offset: they are refused with
-//! [`Error::CompressedShard`](crate::Error::CompressedShard).
+//! [`Error::CompressedShard`].
 //!
 //! ```
 //! use sluice_core::prelude::*;
-//! use sluice_core::sources::global_shuffle::GlobalShuffleSpec;
 //!
 //! # fn main() -> sluice_core::Result<()> {
 //! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/tfrecord");
@@ -96,7 +95,7 @@ pub const MAX_OPEN_FILES: usize = 256;
 pub struct GlobalShuffleSpec {
     /// Keep record indexes in this directory only. Default: beside each shard
     /// (`<file>.sluice-index`), or in the cache directory when the shard's directory is
-    /// not writable (see [`record_index`](super::record_index)).
+    /// not writable (see [`record_index`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_dir: Option<PathBuf>,
     /// Reader threads: a number, or `auto` (default: the CPU budget, at most 4). Also the

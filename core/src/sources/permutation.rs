@@ -5,7 +5,7 @@
 //! it repeatedly until the value falls below `n` ("cycle walking") is a bijection of
 //! `[0, n)`. The domain is at most `4n`, so a value takes fewer than 4 applications on
 //! average. Each of the [`ROUNDS`] rounds mixes one half with a keyed
-//! [`mix`](crate::rng::mix) of the other; the round keys come from one `u64` key (in a
+//! [`mix`] of the other; the round keys come from one `u64` key (in a
 //! pipeline: the seed, the epoch and the stage).
 //!
 //! The permutations are not uniform over all `n!` (no small-state generator's are), but
