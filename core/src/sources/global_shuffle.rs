@@ -94,7 +94,7 @@ pub const MAX_OPEN_FILES: usize = 256;
 #[serde(deny_unknown_fields, default)]
 pub struct GlobalShuffleSpec {
     /// Keep record indexes in this directory only. Default: beside each shard
-    /// (`<file>.sluice-index`), or in the cache directory when the shard's directory is
+    /// (`.sluice-index/<file>.sluice-index`), or in the cache directory when the shard's directory is
     /// not writable (see [`record_index`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_dir: Option<PathBuf>,

@@ -8,8 +8,11 @@
 //!
 //! # Where indexes are kept
 //!
-//! Beside the data, as `<file>.sluice-index`, when the data's directory is writable;
-//! otherwise in a cache directory, as `<hash of the file's absolute path>-<file
+//! Beside the data, as `.sluice-index/<file>.sluice-index` in the data's directory, when
+//! that directory is writable. (A subdirectory, not `<file>.sluice-index` next to the
+//! file, so that a pattern such as `train.tfrecord-*` still matches only the data, in
+//! Sluice and in TensorFlow: file patterns keep files, not directories.) Otherwise in a
+//! cache directory, as `<hash of the file's absolute path>-<file
 //! name>.sluice-index`. The cache directory is `$SLUICE_INDEX_DIR`, else
 //! `$XDG_CACHE_HOME/sluice/index`, else `$HOME/.cache/sluice/index`, else
 //! `<temp dir>/sluice-index`. An explicit `index_dir` replaces both places: indexes are then
@@ -52,6 +55,8 @@ use crate::error::{Error, Result};
 
 /// The suffix of an index file.
 pub const INDEX_SUFFIX: &str = ".sluice-index";
+/// The subdirectory of a data directory that holds the indexes of its files.
+pub const BESIDE_DIR: &str = ".sluice-index";
 /// The first 8 bytes of an index file.
 pub const MAGIC: [u8; 8] = *b"SLUICEIX";
 /// The format version this build reads and writes.
@@ -290,10 +295,11 @@ pub fn index_locations(data: &Path, index_dir: Option<&Path>) -> Vec<PathBuf> {
     match index_dir {
         Some(dir) => vec![cached_index_path(dir, data)],
         None => {
-            let mut beside = data.as_os_str().to_owned();
-            beside.push(INDEX_SUFFIX);
+            let dir = data.parent().unwrap_or(Path::new(""));
+            let mut name = data.file_name().unwrap_or_default().to_owned();
+            name.push(INDEX_SUFFIX);
             vec![
-                PathBuf::from(beside),
+                dir.join(BESIDE_DIR).join(name),
                 cached_index_path(&default_cache_dir(), data),
             ]
         }
@@ -561,6 +567,26 @@ mod tests {
         for n in 0..bytes.len() {
             assert!(RecordIndex::decode(&bytes[..n], stamp(100)).is_err(), "{n}");
         }
+    }
+
+    #[test]
+    fn index_locations_beside_then_cache_or_only_the_given_dir() {
+        let data = Path::new("/data/train-0");
+        let l = index_locations(data, None);
+        assert_eq!(l[0], Path::new("/data/.sluice-index/train-0.sluice-index"));
+        assert!(l[1].starts_with(default_cache_dir()));
+        let name = l[1].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.ends_with("-train-0.sluice-index") && name.len() == 16 + 1 + 20,
+            "{name}"
+        );
+        let l = index_locations(data, Some(Path::new("/idx")));
+        assert_eq!(l, [cached_index_path(Path::new("/idx"), data)]);
+        // Files of the same name in different directories do not share a cache entry.
+        assert_ne!(
+            cached_index_path(Path::new("/idx"), Path::new("/a/x")),
+            cached_index_path(Path::new("/idx"), Path::new("/b/x"))
+        );
     }
 
     #[test]
