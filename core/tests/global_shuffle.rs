@@ -530,3 +530,26 @@ mod pipeline_file {
         );
     }
 }
+
+#[test]
+fn dropping_the_iterator_mid_epoch_stops_the_readers_and_stats_count_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Vec<u8>> = (0..2000).map(|i| vec![(i % 251) as u8; 100]).collect();
+    write_shard(&dir.path().join("big"), &records);
+    let p = format!("{}/big", dir.path().display());
+    let ds = global(&p, &dir.path().join("idx"), NumParallel::Fixed(3), 0);
+    let mut it = ds.iter().unwrap();
+    for _ in 0..5 {
+        it.next().unwrap().unwrap();
+    }
+    drop(it); // joins the readers, which are blocked on full channels
+    assert_eq!(ds.take(7).collect().unwrap().len(), 7);
+    assert_eq!(ds.collect().unwrap().len(), 2000);
+    let stats = ds.stats().unwrap();
+    let gs = stats
+        .stages
+        .iter()
+        .find(|s| s.name == "global_shuffle")
+        .unwrap();
+    assert_eq!((gs.elements_in, gs.elements_out), (2000, 2000));
+}

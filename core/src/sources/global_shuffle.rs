@@ -94,8 +94,8 @@ pub const MAX_OPEN_FILES: usize = 256;
 #[serde(deny_unknown_fields, default)]
 pub struct GlobalShuffleSpec {
     /// Keep record indexes in this directory only. Default: beside each shard
-    /// (`.sluice-index/<file>.sluice-index`), or in the cache directory when the shard's directory is
-    /// not writable (see [`record_index`]).
+    /// (`.sluice-index/<file>.sluice-index` in its directory), or in the cache directory
+    /// when the shard's directory is not writable (see [`record_index`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_dir: Option<PathBuf>,
     /// Reader threads: a number, or `auto` (default: the CPU budget, at most 4). Also the
@@ -666,10 +666,18 @@ impl ElementStream for GlobalShuffleStream {
                             t.current.extend(chunk);
                             t.next_chunk += 1;
                         }
-                        // The reader stopped (shutdown): the pipeline is ending.
+                        // The reader stopped: the pipeline is shutting down, or (a bug) the
+                        // thread panicked, which must not pass for the end of the epoch.
                         Err(_) => {
                             self.state = State::Done;
-                            return None;
+                            if self.ctx.shutdown().is_set() {
+                                return None;
+                            }
+                            return Some(Err(Error::Panic {
+                                stage: self.ctx.stage_label(),
+                                message: "a reader thread stopped before the end of the epoch"
+                                    .to_string(),
+                            }));
                         }
                     }
                 }
