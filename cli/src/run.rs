@@ -517,6 +517,21 @@ fn merge(epochs: &[PipelineStats]) -> PipelineStats {
         skipped: stages.iter().map(|s| s.skipped).sum(),
         stages,
         bottleneck,
+        // Each epoch's decisions, timed from the start of the first.
+        autotune: epochs
+            .iter()
+            .scan(0.0, |start, e| {
+                let offset = *start;
+                *start += e.wall_seconds;
+                Some(e.autotune.iter().map(move |d| {
+                    let mut d = d.clone();
+                    d.at_seconds += offset;
+                    d
+                }))
+            })
+            .flatten()
+            .collect(),
+        tuned: epochs.last().map(|e| e.tuned.clone()).unwrap_or_default(),
     }
 }
 
@@ -588,6 +603,8 @@ mod tests {
             skipped: 2,
             stages: vec![stage(0, 0.5, 0.1), stage(1, 0.2, 0.3)],
             bottleneck: Some(1),
+            autotune: vec![],
+            tuned: vec![],
         };
         // A second epoch served from a cache: stage 0 is not run.
         let e2 = PipelineStats {
@@ -596,6 +613,8 @@ mod tests {
             skipped: 1,
             stages: vec![stage(1, 0.1, 0.0)],
             bottleneck: None,
+            autotune: vec![],
+            tuned: vec![],
         };
         let m = merge(&[e1, e2]);
         assert_eq!(m.elements, 10);

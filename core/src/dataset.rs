@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::autotune::{Autotuner, Learned};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::shutdown::{Shutdown, ShutdownTrigger};
@@ -35,6 +36,8 @@ struct RunState {
     epoch: AtomicU64,
     seed: Mutex<Option<u64>>,
     last: Mutex<Option<Arc<StatsRegistry>>>,
+    /// What autotune ended the previous run with: where the next one starts.
+    learned: Mutex<Learned>,
 }
 
 impl Dataset {
@@ -135,18 +138,31 @@ impl Dataset {
         let stats = Arc::new(StatsRegistry::new());
         let mut indices = HashMap::new();
         index_nodes(self, &mut indices, &mut 0);
+        let learned = self
+            .node
+            .state
+            .learned
+            .lock()
+            .expect("learned lock")
+            .clone();
+        let autotune = Arc::new(Autotuner::new(learned, options.ram_budget_bytes));
+        stats.set_autotuner(Arc::clone(&autotune));
         let shared = Arc::new(RunShared {
             seed,
             options,
-            shutdown,
+            shutdown: shutdown.clone(),
             stats: Arc::clone(&stats),
+            autotune: Arc::clone(&autotune),
             indices,
         });
         *self.node.state.last.lock().expect("stats lock") = Some(Arc::clone(&stats));
         let stream = build_node(self, &shared, epoch)?;
+        autotune.start(Arc::clone(&stats), shutdown);
         Ok(PipelineIter {
             stream: Some(stream),
             stats,
+            autotune,
+            state: Arc::clone(&self.node.state),
             done: false,
             _trigger: trigger,
         })
@@ -199,6 +215,8 @@ fn random_seed() -> u64 {
 pub struct PipelineIter {
     stream: Option<BoxStream>,
     stats: Arc<StatsRegistry>,
+    autotune: Arc<Autotuner>,
+    state: Arc<RunState>,
     done: bool,
     // Dropped after `stream` (fields drop in order): first the streams stop and join their
     // threads, and the trigger is set first in `drop` so blocked threads wake at once.
@@ -226,9 +244,22 @@ impl Iterator for PipelineIter {
                 self.done = true;
                 // Stop the threads now rather than when the iterator is dropped.
                 self.stream = None;
+                self.stop_autotune();
             }
         }
         item
+    }
+}
+
+impl PipelineIter {
+    /// Stops the tuner and keeps what it learned for the next run of the dataset.
+    fn stop_autotune(&mut self) {
+        self._trigger.fire();
+        self.autotune.join();
+        let learned = self.autotune.learned();
+        if !learned.is_empty() {
+            *self.state.learned.lock().expect("learned lock") = learned;
+        }
     }
 }
 
@@ -236,6 +267,7 @@ impl Drop for PipelineIter {
     fn drop(&mut self) {
         self._trigger.fire();
         self.stream = None;
+        self.stop_autotune();
     }
 }
 

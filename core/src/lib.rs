@@ -42,6 +42,7 @@
 // CPU has AVX2 (core/src/image/pointwise.rs).
 #![deny(unsafe_code)]
 
+pub mod autotune;
 mod builder;
 pub mod codec;
 mod dataset;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::autotune::{Autotuner, Knob, KnobKind};
 use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -108,6 +109,8 @@ pub(crate) struct RunShared {
     pub(crate) options: Options,
     pub(crate) shutdown: Shutdown,
     pub(crate) stats: Arc<StatsRegistry>,
+    /// The run's autotuner (knobs of `auto` settings).
+    pub(crate) autotune: Arc<Autotuner>,
     /// Stage index of each node, keyed by the node's address.
     pub(crate) indices: HashMap<usize, usize>,
 }
@@ -157,6 +160,33 @@ impl BuildContext {
     /// The pipeline's shutdown signal.
     pub fn shutdown(&self) -> &Shutdown {
         &self.shared.shutdown
+    }
+
+    /// The autotuned value of this stage's `kind` setting, starting at `initial` within
+    /// `min..=max` (see [`crate::autotune`]). The same knob is returned when `repeat`
+    /// rebuilds the stage; the stage reads [`Knob::get`] as it runs.
+    pub fn autotuned(&self, kind: KnobKind, initial: usize, bounds: (usize, usize)) -> Arc<Knob> {
+        self.shared.autotune.knob(
+            self.index,
+            self.stage_label(),
+            kind,
+            initial,
+            bounds,
+            &self.metrics,
+        )
+    }
+
+    /// Worker threads for `num_parallel`: how many to start, and the knob that says how
+    /// many of them work when it is `auto` (they start all working).
+    pub fn parallelism(&self, num_parallel: NumParallel) -> (usize, Option<Arc<Knob>>) {
+        let budget = self.options().cpu_budget.max(1);
+        match num_parallel {
+            NumParallel::Auto => {
+                let knob = self.autotuned(KnobKind::NumParallel, budget, (1, budget));
+                (budget, Some(knob))
+            }
+            n => (n.workers(budget), None),
+        }
     }
 
     /// The RNG stream of this stage in this epoch.

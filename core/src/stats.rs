@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::autotune::{Autotuner, Decision, KnobKind};
+
 /// Live counters of one running stage. Cheap to update from any thread (relaxed atomics).
 #[derive(Debug, Default)]
 pub struct StageMetrics {
@@ -144,6 +146,10 @@ pub struct PipelineStats {
     pub stages: Vec<StageStats>,
     /// Index (in `stages`) of the bottleneck, if any stage did measurable work.
     pub bottleneck: Option<usize>,
+    /// What autotune changed or tried, and why (empty without `auto` settings).
+    pub autotune: Vec<Decision>,
+    /// The values autotune has set now: (stage, knob, value).
+    pub tuned: Vec<(String, KnobKind, usize)>,
 }
 
 impl PipelineStats {
@@ -222,6 +228,29 @@ impl PipelineStats {
             }
             None => s.push_str("\nbottleneck: none measured"),
         }
+        if !self.tuned.is_empty() {
+            let now: Vec<String> = self
+                .tuned
+                .iter()
+                .map(|(stage, kind, v)| format!("{stage} {}={v}", kind.as_str()))
+                .collect();
+            let _ = write!(s, "\nautotune: {}", now.join(", "));
+            let changes = self.autotune.iter().filter(|d| d.from != d.to).count();
+            let _ = write!(
+                s,
+                " ({changes} change{}, {} probe{} undone)",
+                if changes == 1 { "" } else { "s" },
+                self.autotune.len() - changes,
+                if self.autotune.len() - changes == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            );
+            for d in &self.autotune {
+                let _ = write!(s, "\n  {d}");
+            }
+        }
         s
     }
 }
@@ -235,6 +264,7 @@ pub(crate) struct StatsRegistry {
     started: Instant,
     stages: std::sync::Mutex<Vec<Registered>>,
     produced: AtomicU64,
+    autotune: std::sync::OnceLock<Arc<Autotuner>>,
 }
 
 impl StatsRegistry {
@@ -243,7 +273,24 @@ impl StatsRegistry {
             started: Instant::now(),
             stages: Default::default(),
             produced: AtomicU64::new(0),
+            autotune: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Makes snapshots report `tuner`'s decisions.
+    pub(crate) fn set_autotuner(&self, tuner: Arc<Autotuner>) {
+        let _ = self.autotune.set(tuner);
+    }
+
+    /// The most elements any stage has handed out so far (the finest count of progress).
+    pub(crate) fn max_elements_out(&self) -> u64 {
+        self.stages
+            .lock()
+            .expect("stats lock")
+            .iter()
+            .map(|s| s.3.elements_out.load(Relaxed))
+            .max()
+            .unwrap_or(0)
     }
 
     pub(crate) fn register(
@@ -321,6 +368,12 @@ impl StatsRegistry {
             skipped: out.iter().map(|s| s.skipped).sum(),
             stages: out,
             bottleneck,
+            autotune: self
+                .autotune
+                .get()
+                .map(|t| t.decisions())
+                .unwrap_or_default(),
+            tuned: self.autotune.get().map(|t| t.values()).unwrap_or_default(),
         }
     }
 }

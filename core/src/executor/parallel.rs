@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
+use crate::autotune::Knob;
 use crate::element::{Element, ElementId, Provenance};
 use crate::error::{Error, Result};
 use crate::stage::BuildContext;
@@ -81,6 +82,8 @@ impl Source<Element> for BoxStream {
 /// are not dominated by channel traffic and expensive ones still spread over the workers.
 const CHUNK_TARGET: Duration = Duration::from_micros(200);
 const MAX_CHUNK: usize = 256;
+/// How often a worker parked by autotune checks whether it is wanted again.
+const PARKED_POLL: Duration = Duration::from_millis(2);
 
 struct Job<I> {
     seq: u64,
@@ -109,11 +112,12 @@ pub(crate) struct ParallelStream {
 }
 
 impl ParallelStream {
-    /// Starts `workers` threads applying `f` to the items of `upstream`.
+    /// Starts `workers` threads applying `f` to the items of `upstream`; with a knob
+    /// (`num_parallel = auto`), only the first `knob.get()` of them take work.
     pub(crate) fn start<I: Item, S: Source<I> + 'static, O: Outputs>(
         upstream: S,
         f: WorkFn<I, O>,
-        workers: usize,
+        (workers, knob): (usize, Option<Arc<Knob>>),
         deterministic: bool,
         ctx: &BuildContext,
     ) -> ParallelStream {
@@ -127,7 +131,8 @@ impl ParallelStream {
         let (done_tx, done_rx) = unbounded::<Done>();
         let (stop_tx, stop_rx) = bounded::<()>(0);
         let avg_ns = Arc::new(AtomicU64::new(0));
-        ctx.metrics().set_workers(workers);
+        ctx.metrics()
+            .set_workers(knob.as_ref().map_or(workers, |k| k.get()));
 
         let mut threads = Vec::with_capacity(workers + 1);
         {
@@ -148,10 +153,11 @@ impl ParallelStream {
             let f = Arc::clone(&f);
             let avg_ns = Arc::clone(&avg_ns);
             let stop_rx = stop_rx.clone();
+            let active = knob.clone().map(|k| (w, k));
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("sluice-{}-w{w}", ctx.stage_label()))
-                    .spawn(move || work(job_rx, done_tx, f, avg_ns, stop_rx, ctx))
+                    .spawn(move || work(job_rx, done_tx, f, avg_ns, stop_rx, active, ctx))
                     .expect("spawn worker thread"),
             );
         }
@@ -273,10 +279,21 @@ fn work<I: Item, O: Outputs>(
     f: WorkFn<I, O>,
     avg_ns: Arc<AtomicU64>,
     stop: Receiver<()>,
+    active: Option<(usize, Arc<Knob>)>,
     ctx: BuildContext,
 ) {
     let shutdown = ctx.shutdown().clone();
     loop {
+        // Autotune parks the workers beyond its current number of threads.
+        if let Some((w, knob)) = &active
+            && *w >= knob.get()
+        {
+            select! {
+                recv(stop) -> _ => return,
+                recv(shutdown.channel()) -> _ => return,
+                default(PARKED_POLL) => continue,
+            }
+        }
         let t = Instant::now();
         let job = select! {
             recv(jobs) -> j => match j { Ok(j) => j, Err(_) => return },

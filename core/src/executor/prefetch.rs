@@ -5,11 +5,13 @@
 //! at most `capacity` elements: `capacity / chunk` chunks in the channel, one being filled.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, select};
 
+use crate::autotune::Knob;
 use crate::element::Element;
 use crate::error::Result;
 use crate::executor::parallel::{guarded, pull_chunk};
@@ -28,6 +30,7 @@ pub(crate) struct PrefetchStream {
     ctx: BuildContext,
     capacity: usize,
     chunk: usize,
+    knob: Option<Arc<Knob>>,
 }
 
 impl PrefetchStream {
@@ -35,11 +38,15 @@ impl PrefetchStream {
     /// in chunks of up to `chunk` elements (1: each element as soon as it is ready).
     /// `upstream_is_work`: time in `upstream.next()` is this stage's own work (an
     /// interleave's file reader) rather than waiting on another stage (prefetch).
+    ///
+    /// With a knob (`prefetch(auto)`), the buffer holds at most `knob.get()` chunks (and
+    /// never more than `capacity` elements).
     pub(crate) fn start(
         mut upstream: BoxStream,
         capacity: usize,
         chunk: usize,
         upstream_is_work: bool,
+        knob: Option<Arc<Knob>>,
         ctx: &BuildContext,
     ) -> Self {
         let chunk = chunk.clamp(1, capacity.max(1));
@@ -47,6 +54,7 @@ impl PrefetchStream {
         let (tx, rx) = bounded::<Chunk>(slots);
         let (stop_tx, stop_rx) = bounded::<()>(0);
         let tctx = ctx.clone();
+        let tknob = knob.clone();
         let thread = std::thread::Builder::new()
             .name(format!("sluice-{}", ctx.stage_label()))
             .spawn(move || {
@@ -65,6 +73,16 @@ impl PrefetchStream {
                         return;
                     }
                     let t = Instant::now();
+                    // Autotune's size for the buffer, below the channel's room.
+                    if let Some(knob) = &knob {
+                        while tx.len() >= knob.get() {
+                            select! {
+                                recv(stop_rx) -> _ => return,
+                                recv(shutdown.channel()) -> _ => return,
+                                default(Duration::from_micros(200)) => {}
+                            }
+                        }
+                    }
                     select! {
                         send(tx, items) -> r => if r.is_err() { return },
                         recv(stop_rx) -> _ => return,
@@ -83,6 +101,7 @@ impl PrefetchStream {
             ctx: ctx.clone(),
             capacity,
             chunk,
+            knob: tknob,
         }
     }
 
@@ -133,9 +152,13 @@ impl ElementStream for PrefetchStream {
         if self.ended {
             return None;
         }
+        let capacity = self
+            .knob
+            .as_ref()
+            .map_or(self.capacity, |k| k.get() * self.chunk);
         self.ctx
             .metrics()
-            .sample_buffer(self.rx.len() * self.chunk, self.capacity);
+            .sample_buffer(self.rx.len() * self.chunk, capacity);
         let chunk = select! {
             recv(self.rx) -> c => c.ok(),
             recv(self.ctx.shutdown().channel()) -> _ => None,

@@ -70,8 +70,8 @@ impl Stage for BatchSpec {
         if self.batch_size == 0 {
             return Err(Error::invalid("batch: batch_size must be at least 1"));
         }
-        let workers = self.num_parallel.workers(ctx.options().cpu_budget);
-        if workers > 0 {
+        let workers = ctx.parallelism(self.num_parallel);
+        if workers.0 > 0 {
             let groups = Groups {
                 upstream: crate::stages::single_input(inputs, "batch")?.open()?,
                 size: self.batch_size,

@@ -1,9 +1,11 @@
 //! `interleave`: read several files at once, cycling through them in blocks.
 
 use std::any::Any;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::autotune::{Knob, KnobKind};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::prefetch::{Poll, PrefetchStream};
@@ -95,13 +97,20 @@ impl Stage for InterleaveStage {
         // `in` counts the records read from the files, not the file names.
         ctx.metrics().set_counts_own_inputs();
         // Reading threads: `num_parallel` within the CPU budget, at most one per open file.
-        let threads = self
-            .spec
-            .num_parallel
-            .workers(ctx.options().cpu_budget)
-            .min(self.spec.cycle_length);
+        // With `auto`, autotune moves files between reading threads and the consumer's
+        // thread: a file opened (or an inline file read) while the knob allows one more
+        // thread gets one.
+        let budget = ctx.options().cpu_budget.max(1);
+        let (threads, knob) = match self.spec.num_parallel {
+            NumParallel::Auto => {
+                let most = budget.min(self.spec.cycle_length);
+                let knob = ctx.autotuned(KnobKind::NumParallel, most, (1, most));
+                (most, Some(knob))
+            }
+            n => (n.workers(budget).min(self.spec.cycle_length), None),
+        };
         let parallel = threads > 0;
-        if parallel {
+        if parallel && knob.is_none() {
             ctx.metrics().set_workers(threads);
         }
         Ok(Box::new(InterleaveStream {
@@ -111,6 +120,7 @@ impl Stage for InterleaveStage {
             block: 0,
             parallel,
             threads,
+            knob,
             stage: self.clone(),
             ctx: ctx.clone(),
         }))
@@ -147,6 +157,8 @@ struct InterleaveStream {
     parallel: bool,
     /// Slots `0..threads` are read by their own thread, the rest on the consumer's.
     threads: usize,
+    /// Autotune's number of reading threads (`num_parallel = auto`).
+    knob: Option<Arc<Knob>>,
     stage: InterleaveStage,
     ctx: BuildContext,
 }
@@ -170,11 +182,8 @@ impl InterleaveStream {
                 .and_then(|p| self.stage.reader.open_file(&p, file.id().source, &self.ctx));
             match opened {
                 Ok(s) => {
-                    self.slots[slot] = Some(if slot < self.threads {
-                        // Records cross to the consumer in chunks (a few hundred KiB of
-                        // typical records), two chunks buffered per open file.
-                        let chunk = self.stage.spec.block_length.max(READ_CHUNK);
-                        Slot::Threaded(PrefetchStream::start(s, 2 * chunk, chunk, true, &self.ctx))
+                    self.slots[slot] = Some(if slot < self.threads() {
+                        self.threaded(s)
                     } else {
                         Slot::Inline(s)
                     });
@@ -187,6 +196,26 @@ impl InterleaveStream {
                 }
             }
         }
+    }
+
+    /// Reading threads wanted now.
+    fn threads(&self) -> usize {
+        self.knob.as_ref().map_or(self.threads, |k| k.get())
+    }
+
+    /// A file read on its own thread.
+    fn threaded(&self, s: BoxStream) -> Slot {
+        // Records cross to the consumer in chunks (a few hundred KiB of typical records),
+        // two chunks buffered per open file.
+        let chunk = self.stage.spec.block_length.max(READ_CHUNK);
+        Slot::Threaded(PrefetchStream::start(
+            s,
+            2 * chunk,
+            chunk,
+            true,
+            None,
+            &self.ctx,
+        ))
     }
 
     fn advance(&mut self) {
@@ -244,6 +273,13 @@ impl ElementStream for InterleaveStream {
                     }
                     Err(e) => return Some(Err(e)),
                 }
+            }
+            // Autotune raised the number of reading threads: this file gets one now.
+            if i < self.threads()
+                && matches!(self.slots[i], Some(Slot::Inline(_)))
+                && let Some(Slot::Inline(s)) = self.slots[i].take()
+            {
+                self.slots[i] = Some(self.threaded(s));
             }
             let slot = self.slots[i].as_mut().expect("open slot");
             // In parallel mode the stage is not timed as inline: time the files it reads on

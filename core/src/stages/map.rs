@@ -124,8 +124,8 @@ pub(crate) fn run_elementwise(
     spec: MapSpec,
     ctx: &BuildContext,
 ) -> BoxStream {
-    match spec.num_parallel.workers(ctx.options().cpu_budget) {
-        0 => Box::new(SequentialMap {
+    match ctx.parallelism(spec.num_parallel) {
+        (0, _) => Box::new(SequentialMap {
             upstream,
             f,
             ctx: ctx.clone(),

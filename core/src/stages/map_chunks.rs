@@ -176,23 +176,21 @@ impl Stage for MapChunksStage {
         let f = Arc::clone(&self.f);
         let work: WorkFn<Vec<Element>, Vec<Element>> =
             Arc::new(move |chunk: Vec<Element>| run_chunk(&f, chunk, key));
-        Ok(
-            match self.spec.num_parallel.workers(ctx.options().cpu_budget) {
-                0 => Box::new(SequentialChunks {
-                    groups,
-                    f: work,
-                    ctx: ctx.clone(),
-                    ready: VecDeque::new(),
-                }),
-                workers => Box::new(ParallelStream::start(
-                    groups,
-                    work,
-                    workers,
-                    self.spec.deterministic,
-                    ctx,
-                )),
-            },
-        )
+        Ok(match ctx.parallelism(self.spec.num_parallel) {
+            (0, _) => Box::new(SequentialChunks {
+                groups,
+                f: work,
+                ctx: ctx.clone(),
+                ready: VecDeque::new(),
+            }),
+            workers => Box::new(ParallelStream::start(
+                groups,
+                work,
+                workers,
+                self.spec.deterministic,
+                ctx,
+            )),
+        })
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -4,6 +4,7 @@ use std::any::Any;
 
 use serde::{Deserialize, Serialize};
 
+use crate::autotune::{KnobKind, MAX_BUFFER};
 use crate::error::{Error, Result};
 use crate::executor::prefetch::PrefetchStream;
 use crate::stage::{BuildContext, Input, Stage};
@@ -15,7 +16,9 @@ use crate::stream::BoxStream;
 pub enum BufferSize {
     /// Exactly this many elements.
     Fixed(usize),
-    /// Chosen by the runtime: two elements per CPU of the budget (at least 2, at most 16).
+    /// Chosen by the runtime: it starts at two elements per CPU of the budget (at least 2,
+    /// at most 16) and autotune resizes it as the run goes, within the RAM budget (see
+    /// [`crate::autotune`]).
     #[serde(with = "auto")]
     Auto,
 }
@@ -52,17 +55,21 @@ impl Stage for PrefetchSpec {
     }
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        let capacity = match self.buffer_size {
+        let (capacity, knob) = match self.buffer_size {
             BufferSize::Fixed(0) => {
                 return Err(Error::invalid("prefetch: buffer_size must be at least 1"));
             }
-            BufferSize::Fixed(n) => n,
-            BufferSize::Auto => (2 * ctx.options().cpu_budget).clamp(2, 16),
+            BufferSize::Fixed(n) => (n, None),
+            BufferSize::Auto => {
+                let initial = (2 * ctx.options().cpu_budget).clamp(2, 16);
+                let knob = ctx.autotuned(KnobKind::BufferSize, initial, (1, MAX_BUFFER));
+                (MAX_BUFFER, Some(knob))
+            }
         };
         let upstream = crate::stages::single_input(inputs, "prefetch")?.open()?;
         ctx.metrics().set_workers(1);
         Ok(Box::new(PrefetchStream::start(
-            upstream, capacity, 1, false, ctx,
+            upstream, capacity, 1, false, knob, ctx,
         )))
     }
 

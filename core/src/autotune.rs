@@ -1,0 +1,523 @@
+//! Autotuning: `num_parallel = "auto"` and `prefetch("auto")` chosen while the pipeline runs.
+//!
+//! Every stage asked for `auto` registers a [`Knob`]: the worker threads of a parallel stage
+//! (`map`, `filter`, `image_ops`, `map_chunks`, `batch`, plugin stages), the reading threads of
+//! an `interleave`, or the buffer of a `prefetch`. One tuner thread per running pipeline
+//! measures the pipeline's throughput and hill-climbs one knob at a time:
+//!
+//! 1. Warm-up: the first [`WARMUP`] of the run (and at least [`MIN_ELEMENTS`] elements) are
+//!    not judged; buffers fill and workers measure their chunk sizes.
+//! 2. A round: knobs are tried in the order of the bottleneck report (the stage the
+//!    pipeline waits on most first). For a knob, the throughput at its current value is
+//!    measured, then one step up (one more thread, or a buffer twice as large); a step
+//!    is kept only when the throughput rises by more than [`GAIN`], and then the next step
+//!    up is tried; otherwise one step down is tried the same way, and the knob goes back to
+//!    where it was if neither helped.
+//! 3. A round that changed nothing is followed by a pause (1 s, doubling to 8 s) before the
+//!    knobs are tried again, so the tuner follows a run whose costs change.
+//!
+//! Throughput is counted at the stage that hands out the most elements (in steady state
+//! every stage runs at the same pace, and the finest count gives the most precise rate),
+//! over windows of at least [`MIN_WINDOW`] and [`MIN_ELEMENTS`] elements.
+//!
+//! Budgets: a stage never has more worker threads than the CPU budget
+//! ([`Options::cpu_budget`](crate::Options)), as a fixed `num_parallel` is capped too; an
+//! `interleave` never more than its `cycle_length`; a `prefetch` buffer is capped at
+//! [`MAX_BUFFER`] elements and at the number of elements (of the mean size seen so far)
+//! that fit in a quarter of the RAM budget, shared among the pipeline's buffers.
+//!
+//! Every change, and every probe that was undone, is a [`Decision`] in the pipeline's
+//! statistics ([`PipelineStats::autotune`](crate::PipelineStats)), saying what was
+//! changed and the throughputs that decided it.
+//!
+//! Values learned in one epoch are where the next epoch of the same dataset starts.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::select;
+use serde::Serialize;
+
+use crate::executor::shutdown::Shutdown;
+use crate::stats::{StageMetrics, StatsRegistry};
+
+/// The part of a run not judged, while buffers fill.
+pub const WARMUP: Duration = Duration::from_millis(150);
+/// The shortest measuring window.
+pub const MIN_WINDOW: Duration = Duration::from_millis(120);
+/// The longest measuring window (a slow pipeline is judged on fewer elements).
+pub const MAX_WINDOW: Duration = Duration::from_millis(1500);
+/// The fewest elements a window counts (unless it reaches [`MAX_WINDOW`]).
+pub const MIN_ELEMENTS: u64 = 256;
+/// The throughput rise that makes a step worth keeping (noise between windows on a busy
+/// machine is a few percent).
+pub const GAIN: f64 = 0.03;
+/// The largest `prefetch` buffer autotune chooses, in elements.
+pub const MAX_BUFFER: usize = 64;
+/// Time for a change to take effect before its window starts.
+const SETTLE: Duration = Duration::from_millis(30);
+/// How often the tuner wakes while waiting.
+const TICK: Duration = Duration::from_millis(10);
+
+/// What a knob sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KnobKind {
+    /// Worker threads of a parallel stage.
+    NumParallel,
+    /// Elements a `prefetch` buffers.
+    BufferSize,
+}
+
+impl KnobKind {
+    /// The knob's name in specs, `num_parallel` or `buffer_size`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KnobKind::NumParallel => "num_parallel",
+            KnobKind::BufferSize => "buffer_size",
+        }
+    }
+}
+
+/// One value the tuner sets, read by the stage it belongs to (relaxed atomics: a stage
+/// sees a change within a few elements).
+#[derive(Debug)]
+pub struct Knob {
+    stage_index: usize,
+    stage: String,
+    kind: KnobKind,
+    value: AtomicUsize,
+    min: usize,
+    max: usize,
+    metrics: Arc<StageMetrics>,
+}
+
+impl Knob {
+    /// The current value.
+    pub fn get(&self) -> usize {
+        self.value.load(Relaxed)
+    }
+
+    /// The largest value the stage allows (threads it started, or its channel's room).
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    fn set(&self, v: usize) {
+        self.value.store(v, Relaxed);
+        if self.kind == KnobKind::NumParallel {
+            self.metrics.set_workers(v);
+        }
+    }
+}
+
+/// A change the tuner made (or tried and undid), and why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Decision {
+    /// Seconds since the run started.
+    pub at_seconds: f64,
+    /// The stage, as `name#index`.
+    pub stage: String,
+    /// `num_parallel` or `buffer_size`.
+    pub knob: KnobKind,
+    /// The value before.
+    pub from: usize,
+    /// The value after (equal to `from` when a probe was undone).
+    pub to: usize,
+    /// Why, with the measured throughputs.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:>7.2}s {} {}: {} -> {}: {}",
+            self.at_seconds,
+            self.stage,
+            self.knob.as_str(),
+            self.from,
+            self.to,
+            self.reason
+        )
+    }
+}
+
+/// Knob values a previous run of the same dataset ended with, by (stage index, kind).
+pub(crate) type Learned = HashMap<(usize, KnobKind), usize>;
+
+/// The tuner of one running pipeline: its knobs, decisions and thread.
+#[derive(Debug)]
+pub(crate) struct Autotuner {
+    knobs: Mutex<Vec<Arc<Knob>>>,
+    decisions: Mutex<Vec<Decision>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    learned: Learned,
+    ram_budget: u64,
+}
+
+impl Autotuner {
+    pub(crate) fn new(learned: Learned, ram_budget: u64) -> Self {
+        Autotuner {
+            knobs: Mutex::default(),
+            decisions: Mutex::default(),
+            thread: Mutex::default(),
+            learned,
+            ram_budget,
+        }
+    }
+
+    /// The knob of stage `index` (the same one when the stage is rebuilt by `repeat`),
+    /// starting at `initial` (or what the previous run learned) within `min..=max`.
+    pub(crate) fn knob(
+        &self,
+        index: usize,
+        stage: String,
+        kind: KnobKind,
+        initial: usize,
+        (min, max): (usize, usize),
+        metrics: &Arc<StageMetrics>,
+    ) -> Arc<Knob> {
+        let mut knobs = self.knobs.lock().expect("knobs lock");
+        if let Some(k) = knobs
+            .iter()
+            .find(|k| k.stage_index == index && k.kind == kind)
+        {
+            return Arc::clone(k);
+        }
+        let start = self
+            .learned
+            .get(&(index, kind))
+            .copied()
+            .unwrap_or(initial)
+            .clamp(min, max.max(min));
+        let knob = Arc::new(Knob {
+            stage_index: index,
+            stage,
+            kind,
+            value: AtomicUsize::new(start),
+            min,
+            max: max.max(min),
+            metrics: Arc::clone(metrics),
+        });
+        knob.set(start);
+        knobs.push(Arc::clone(&knob));
+        knob
+    }
+
+    /// Starts the tuner thread if any knob was registered (once).
+    pub(crate) fn start(self: &Arc<Self>, stats: Arc<StatsRegistry>, shutdown: Shutdown) {
+        if self.knobs.lock().expect("knobs lock").is_empty() {
+            return;
+        }
+        let mut slot = self.thread.lock().expect("tuner lock");
+        if slot.is_some() {
+            return;
+        }
+        let me = Arc::clone(self);
+        *slot = std::thread::Builder::new()
+            .name("sluice-autotune".into())
+            .spawn(move || Tuner::new(me, stats, shutdown).run())
+            .ok();
+    }
+
+    /// Waits for the tuner thread (after shutdown was signalled).
+    pub(crate) fn join(&self) {
+        if let Some(t) = self.thread.lock().expect("tuner lock").take() {
+            let _ = t.join();
+        }
+    }
+
+    /// The decisions so far.
+    pub(crate) fn decisions(&self) -> Vec<Decision> {
+        self.decisions.lock().expect("decisions lock").clone()
+    }
+
+    /// The knobs' values now, to start the next run from.
+    pub(crate) fn learned(&self) -> Learned {
+        self.knobs
+            .lock()
+            .expect("knobs lock")
+            .iter()
+            .map(|k| ((k.stage_index, k.kind), k.get()))
+            .collect()
+    }
+
+    /// The knobs' values now, as (stage, kind, value).
+    pub(crate) fn values(&self) -> Vec<(String, KnobKind, usize)> {
+        self.knobs
+            .lock()
+            .expect("knobs lock")
+            .iter()
+            .map(|k| (k.stage.clone(), k.kind, k.get()))
+            .collect()
+    }
+
+    fn record(&self, started: Instant, knob: &Knob, from: usize, to: usize, reason: String) {
+        let d = Decision {
+            at_seconds: started.elapsed().as_secs_f64(),
+            stage: knob.stage.clone(),
+            knob: knob.kind,
+            from,
+            to,
+            reason,
+        };
+        tracing::debug!(decision = %d, "autotune");
+        self.decisions.lock().expect("decisions lock").push(d);
+    }
+}
+
+/// Why a measurement stopped early.
+struct Stopped;
+
+/// The tuner thread's state.
+struct Tuner {
+    tuner: Arc<Autotuner>,
+    stats: Arc<StatsRegistry>,
+    shutdown: Shutdown,
+    started: Instant,
+}
+
+impl Tuner {
+    fn new(tuner: Arc<Autotuner>, stats: Arc<StatsRegistry>, shutdown: Shutdown) -> Self {
+        Tuner {
+            tuner,
+            stats,
+            shutdown,
+            started: Instant::now(),
+        }
+    }
+
+    /// Sleeps `d`; `Err` when the pipeline shuts down.
+    fn sleep(&self, d: Duration) -> Result<(), Stopped> {
+        select! {
+            recv(self.shutdown.channel()) -> _ => Err(Stopped),
+            default(d) => if self.shutdown.is_set() { Err(Stopped) } else { Ok(()) },
+        }
+    }
+
+    /// The finest element count in the pipeline now.
+    fn count(&self) -> u64 {
+        self.stats.max_elements_out()
+    }
+
+    /// The throughput over the next window, in elements per second of the finest stage;
+    /// `None` if the pipeline produced nothing for [`MAX_WINDOW`] (it ended or is stalled).
+    fn measure(&self) -> Result<Option<f64>, Stopped> {
+        let (t0, c0) = (Instant::now(), self.count());
+        loop {
+            self.sleep(TICK)?;
+            let (dt, dc) = (t0.elapsed(), self.count() - c0);
+            if (dt >= MIN_WINDOW && dc >= MIN_ELEMENTS) || dt >= MAX_WINDOW {
+                return Ok((dc > 0).then(|| dc as f64 / dt.as_secs_f64()));
+            }
+        }
+    }
+
+    fn run(self) {
+        // `Err` only says the pipeline shut down.
+        let _ = self.tune();
+    }
+
+    fn tune(&self) -> Result<(), Stopped> {
+        // Warm-up.
+        while self.started.elapsed() < WARMUP || self.count() < MIN_ELEMENTS {
+            self.sleep(TICK)?;
+        }
+        let mut pause = Duration::from_secs(1);
+        loop {
+            let mut changed = false;
+            for knob in self.order() {
+                changed |= self.tune_knob(&knob)?;
+            }
+            if changed {
+                pause = Duration::from_secs(1);
+            } else {
+                self.sleep(pause)?;
+                pause = (pause * 2).min(Duration::from_secs(8));
+            }
+        }
+    }
+
+    /// The knobs, the bottleneck's first, then by how long the pipeline waited on their
+    /// stages.
+    fn order(&self) -> Vec<Arc<Knob>> {
+        let snapshot = self.stats.snapshot().stages;
+        let caused = |k: &Knob| {
+            snapshot
+                .iter()
+                .find(|s| s.index == k.stage_index)
+                .map(|s| s.caused_wait_seconds)
+                .unwrap_or(0.0)
+        };
+        let mut knobs = self.tuner.knobs.lock().expect("knobs lock").clone();
+        knobs.sort_by(|a, b| caused(b).total_cmp(&caused(a)));
+        knobs
+    }
+
+    /// The bounds of a knob now: a buffer's top is also limited by the RAM budget.
+    fn bounds(&self, knob: &Knob) -> (usize, usize, Option<String>) {
+        if knob.kind != KnobKind::BufferSize {
+            return (knob.min, knob.max, None);
+        }
+        let snapshot = self.stats.snapshot().stages;
+        let Some(s) = snapshot.iter().find(|s| s.index == knob.stage_index) else {
+            return (knob.min, knob.max, None);
+        };
+        if s.elements_out == 0 {
+            return (knob.min, knob.min, None);
+        }
+        let mean = (s.bytes_out / s.elements_out).max(1);
+        let buffers = self
+            .tuner
+            .knobs
+            .lock()
+            .expect("knobs lock")
+            .iter()
+            .filter(|k| k.kind == KnobKind::BufferSize)
+            .count()
+            .max(1) as u64;
+        let share = self.tuner.ram_budget / 4 / buffers;
+        let fit = (share / mean) as usize;
+        if fit < knob.max {
+            let why = format!(
+                "a buffer's share of the RAM budget is {} MiB, {} elements of {} KiB",
+                share >> 20,
+                fit,
+                mean >> 10
+            );
+            (knob.min.min(fit.max(1)), fit.max(1), Some(why))
+        } else {
+            (knob.min, knob.max, None)
+        }
+    }
+
+    /// One step of `knob` from `v`, up or down, within bounds.
+    fn step(kind: KnobKind, v: usize, up: bool, (lo, hi): (usize, usize)) -> Option<usize> {
+        let next = match (kind, up) {
+            (KnobKind::NumParallel, true) => v + 1,
+            (KnobKind::NumParallel, false) => v.saturating_sub(1),
+            (KnobKind::BufferSize, true) => v * 2,
+            (KnobKind::BufferSize, false) => v / 2,
+        };
+        let next = next.clamp(lo, hi);
+        (next != v).then_some(next)
+    }
+
+    /// Tries `knob` up, then down; returns whether it changed.
+    fn tune_knob(&self, knob: &Knob) -> Result<bool, Stopped> {
+        let (lo, hi, ram_note) = self.bounds(knob);
+        let start = knob.get();
+        // The RAM budget can shrink a buffer's room as bigger elements are seen.
+        if start > hi {
+            knob.set(hi);
+            self.tuner.record(
+                self.started,
+                knob,
+                start,
+                hi,
+                ram_note.unwrap_or_else(|| "above its bounds".into()),
+            );
+            return Ok(true);
+        }
+        let Some(mut base) = self.measure()? else {
+            return Ok(false);
+        };
+        let mut changed = false;
+        for up in [true, false] {
+            while let Some(next) = Self::step(knob.kind, knob.get(), up, (lo, hi)) {
+                let from = knob.get();
+                knob.set(next);
+                self.sleep(SETTLE)?;
+                let Some(rate) = self.measure()? else {
+                    knob.set(from);
+                    return Ok(changed);
+                };
+                let gain = rate / base - 1.0;
+                if gain > GAIN {
+                    self.tuner.record(
+                        self.started,
+                        knob,
+                        from,
+                        next,
+                        format!(
+                            "{} {}: {:.0} -> {:.0} elements/s ({:+.1}%)",
+                            if up { "raised" } else { "lowered" },
+                            knob.kind.as_str(),
+                            base,
+                            rate,
+                            gain * 100.0
+                        ),
+                    );
+                    base = rate;
+                    changed = true;
+                } else {
+                    knob.set(from);
+                    let mut reason = format!(
+                        "kept {from}: {next} gave {rate:.0} elements/s against {base:.0} ({:+.1}%, a step is kept above {:+.0}%)",
+                        gain * 100.0,
+                        GAIN * 100.0
+                    );
+                    if up
+                        && next == hi
+                        && let Some(note) = &ram_note
+                    {
+                        reason.push_str(&format!("; at most {hi}: {note}"));
+                    }
+                    self.tuner.record(self.started, knob, from, from, reason);
+                    break;
+                }
+            }
+            if changed {
+                break;
+            }
+        }
+        Ok(changed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_stay_in_bounds() {
+        assert_eq!(Tuner::step(KnobKind::NumParallel, 2, true, (1, 2)), None);
+        assert_eq!(
+            Tuner::step(KnobKind::NumParallel, 2, false, (1, 2)),
+            Some(1)
+        );
+        assert_eq!(Tuner::step(KnobKind::NumParallel, 1, false, (1, 2)), None);
+        assert_eq!(Tuner::step(KnobKind::BufferSize, 4, true, (1, 64)), Some(8));
+        assert_eq!(
+            Tuner::step(KnobKind::BufferSize, 48, true, (1, 64)),
+            Some(64)
+        );
+        assert_eq!(Tuner::step(KnobKind::BufferSize, 1, false, (1, 64)), None);
+    }
+
+    #[test]
+    fn knobs_are_shared_per_stage_and_start_from_what_was_learned() {
+        let m = Arc::new(StageMetrics::default());
+        let mut learned = Learned::new();
+        learned.insert((3, KnobKind::NumParallel), 1);
+        let t = Autotuner::new(learned, 1 << 30);
+        let a = t.knob(3, "map#3".into(), KnobKind::NumParallel, 4, (1, 4), &m);
+        let b = t.knob(3, "map#3".into(), KnobKind::NumParallel, 4, (1, 4), &m);
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a.get(), 1);
+        let c = t.knob(
+            5,
+            "prefetch#5".into(),
+            KnobKind::BufferSize,
+            99,
+            (1, 64),
+            &m,
+        );
+        assert_eq!(c.get(), 64, "clamped to the bounds");
+        assert_eq!(t.learned().len(), 2);
+    }
+}

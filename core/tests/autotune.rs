@@ -1,0 +1,204 @@
+//! Autotune: `num_parallel = auto` and `prefetch(auto)` change while the pipeline runs,
+//! within the CPU and RAM budgets, never change the output, and explain every decision.
+//!
+//! These tests assert behaviour, not speed: they wait (up to a generous deadline) for the
+//! tuner to act, then check what it did and what it said.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rand::RngCore;
+use sluice_core::autotune::KnobKind;
+use sluice_core::prelude::*;
+use sluice_core::{PipelineIter, PipelineStats};
+
+/// One test at a time: they time the machine and count threads.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn value(e: &Element) -> i64 {
+    e.tensor("value").unwrap().as_i64().unwrap()[0]
+}
+
+/// Pulls from `it` until `done(stats)` or the deadline; returns the values pulled.
+fn pull_until(
+    it: &mut PipelineIter,
+    deadline: Duration,
+    done: impl Fn(&PipelineStats) -> bool,
+) -> Vec<i64> {
+    let start = Instant::now();
+    let mut out = Vec::new();
+    while let Some(e) = it.next() {
+        out.push(value(&e.expect("runs")));
+        if out.len() % 64 == 0 && (done(&it.stats()) || start.elapsed() > deadline) {
+            break;
+        }
+    }
+    out
+}
+
+/// A map that waits (not computes) 1 ms per element: more threads always help, up to the
+/// budget, even on a loaded machine.
+fn waiting_map(ds: &Dataset, num_parallel: NumParallel) -> Dataset {
+    ds.map_with(MapSpec::parallel(num_parallel), |e, _| {
+        std::thread::sleep(Duration::from_millis(1));
+        Ok(e)
+    })
+}
+
+#[test]
+fn auto_parallelism_is_probed_explained_and_kept_in_the_cpu_budget() {
+    let _serial = serial();
+    let ds = waiting_map(&Dataset::range(0, i64::MAX), NumParallel::Auto)
+        .with_options(Options::default().with_seed(1).with_cpu_budget(4));
+    let mut it = ds.iter().unwrap();
+    let got = pull_until(&mut it, Duration::from_secs(30), |s| !s.autotune.is_empty());
+    // Ordered output while workers are parked and woken.
+    assert!(got.iter().enumerate().all(|(i, &v)| v == i as i64));
+    let stats = it.stats();
+    assert!(
+        !stats.autotune.is_empty(),
+        "no decision after {} elements",
+        got.len()
+    );
+    for d in &stats.autotune {
+        assert_eq!(d.knob, KnobKind::NumParallel);
+        assert!(d.stage.starts_with("map#"), "{d}");
+        assert!((1..=4).contains(&d.from) && (1..=4).contains(&d.to), "{d}");
+        assert!(d.reason.contains("elements/s"), "{d}");
+    }
+    // It starts at the budget: the first probe can only go down, and with waiting work
+    // fewer threads are slower, so it is undone.
+    let first = &stats.autotune[0];
+    assert_eq!((first.from, first.to), (4, 4), "{first}");
+    assert!(first.reason.starts_with("kept 4: 3 gave"), "{first}");
+    let (stage, kind, v) = &stats.tuned[0];
+    assert!(stage.starts_with("map#"));
+    assert_eq!(*kind, KnobKind::NumParallel);
+    assert!((1..=4).contains(v));
+    let report = stats.report();
+    assert!(report.contains("autotune: map#"), "{report}");
+    assert!(report.contains("kept 4"), "{report}");
+}
+
+#[test]
+fn a_prefetch_buffer_is_capped_by_the_ram_budget_and_says_so() {
+    let _serial = serial();
+    // Elements of 1 MiB; a 16 MiB budget leaves a quarter, 4 MiB, for the one buffer.
+    let ds = Dataset::range(0, i64::MAX)
+        .map(|mut e| {
+            e.insert(
+                "pad",
+                Tensor::new(&[1 << 20], TensorData::U8(vec![0u8; 1 << 20].into()))?,
+            );
+            Ok(e)
+        })
+        .prefetch(BufferSize::Auto)
+        .with_options(
+            Options::default()
+                .with_seed(1)
+                .with_cpu_budget(8)
+                .with_ram_budget(16 << 20),
+        );
+    let mut it = ds.iter().unwrap();
+    let got = pull_until(&mut it, Duration::from_secs(30), |s| {
+        s.autotune.iter().any(|d| d.reason.contains("RAM budget"))
+    });
+    assert!(got.iter().enumerate().all(|(i, &v)| v == i as i64));
+    let stats = it.stats();
+    let capped = stats
+        .autotune
+        .iter()
+        .find(|d| d.reason.contains("RAM budget"))
+        .unwrap_or_else(|| panic!("no RAM decision: {:?}", stats.autotune));
+    // It started at 2 per CPU of the budget, 16, and may hold 3 of these elements (of 1 MiB
+    // and 8 bytes each).
+    assert_eq!((capped.from, capped.to), (16, 3), "{capped}");
+    assert_eq!(capped.knob, KnobKind::BufferSize);
+    assert!(capped.reason.contains("3 elements of 1024 KiB"), "{capped}");
+    assert!(
+        stats.tuned.iter().all(|(_, _, v)| *v <= 3),
+        "{:?}",
+        stats.tuned
+    );
+}
+
+/// Autotune changes threads and buffers, never elements: an `auto` pipeline gives the same
+/// bits as a sequential one, including random augmentation keyed by element.
+#[test]
+fn auto_settings_do_not_change_the_output() {
+    let _serial = serial();
+    let build = |np: NumParallel, buffer: BufferSize| {
+        Dataset::range(0, 3000)
+            .map_with(MapSpec::parallel(np), |mut e, rng| {
+                let x = rng.next_u64();
+                e.insert("r", Tensor::scalar_i64(x as i64));
+                Ok(e)
+            })
+            .shuffle(100)
+            .batch_with(BatchSpec::new(7).num_parallel(np))
+            .prefetch(buffer)
+            .with_options(Options::default().with_seed(9).with_cpu_budget(3))
+    };
+    let auto = build(NumParallel::Auto, BufferSize::Auto)
+        .collect()
+        .unwrap();
+    let fixed = build(NumParallel::Fixed(1), BufferSize::Fixed(1))
+        .collect()
+        .unwrap();
+    assert_eq!(auto.len(), fixed.len());
+    for (a, b) in auto.iter().zip(&fixed) {
+        assert_eq!(a.id(), b.id());
+        for name in ["value", "r"] {
+            assert_eq!(
+                a.tensor(name).unwrap().as_i64().unwrap(),
+                b.tensor(name).unwrap().as_i64().unwrap()
+            );
+        }
+    }
+}
+
+/// The next epoch of the same dataset starts from what the previous one ended with.
+#[test]
+fn a_second_epoch_starts_where_autotune_left_off() {
+    let _serial = serial();
+    let ds = waiting_map(&Dataset::range(0, 2000), NumParallel::Auto)
+        .with_options(Options::default().with_seed(1).with_cpu_budget(3));
+    let first: Vec<i64> = ds.collect().unwrap().iter().map(value).collect();
+    let ended = ds.stats().unwrap().tuned;
+    let mut it = ds.iter().unwrap();
+    // Before the tuner has changed anything, the knob holds the learned value.
+    let started = it.stats().tuned;
+    let second: Vec<i64> = it.by_ref().map(|e| value(&e.unwrap())).collect();
+    assert_eq!(first, second);
+    assert_eq!(ended.len(), 1);
+    assert_eq!(started, ended);
+}
+
+/// Dropping a pipeline stops the tuner thread with the rest.
+#[test]
+fn dropping_the_pipeline_stops_the_tuner() {
+    let _serial = serial();
+    let ds = waiting_map(&Dataset::range(0, i64::MAX), NumParallel::Auto)
+        .prefetch(BufferSize::Auto)
+        .with_options(Options::default().with_seed(1).with_cpu_budget(2));
+    let threads = || {
+        std::fs::read_dir("/proc/self/task")
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let before = threads();
+    {
+        let mut it = ds.iter().unwrap();
+        pull_until(&mut it, Duration::from_millis(400), |_| false);
+        assert!(threads() > before);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while threads() > before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(threads(), before);
+}
