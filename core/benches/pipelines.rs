@@ -22,6 +22,13 @@
 //!   (indexes already built) is reported. The indexes are written beside the data.
 //! - `buffered_shuffle`: the same with interleave 4 -> shuffle(10_000) instead, to compare;
 //!   two epochs, the second reported.
+//! - `augment@IL,IMG,PF` (e.g. `augment@auto,auto,auto`, `augment@seq,2,8`): the `augment`
+//!   pipeline repeated 4 times in one run (16,384 images, a few seconds, so autotune has
+//!   time to act) with the interleave's reading threads `IL`, `image_ops`'s workers `IMG`
+//!   (`seq`, a number, or `auto`) and the prefetch buffer `PF` (a number or `auto`).
+//! - `autotune_grid`: `augment@...` for autotune, the naive setting (`seq,seq,1`) and every
+//!   hand setting within the 2-CPU budget (IL in seq/1/2, IMG in 1/2, PF in 2/8), in
+//!   `ROUNDS` (env, default 3) rounds of alternating order.
 
 use std::time::Instant;
 
@@ -120,8 +127,68 @@ fn decode_only(dir: &str) {
 /// Counts (records, bytes) in one output batch.
 type Counter = fn(&Element) -> (usize, usize);
 
+fn parallel(s: &str) -> NumParallel {
+    match s {
+        "seq" => NumParallel::Sequential,
+        "auto" => NumParallel::Auto,
+        n => NumParallel::Fixed(n.parse().expect("seq, auto or a number")),
+    }
+}
+
+/// The `augment` pipeline with explicit settings, repeated 4 times.
+fn augment_with(dir: &str, settings: &str) -> Dataset {
+    let parts: Vec<&str> = settings.split(',').collect();
+    let [il, img, pf] = parts[..] else {
+        panic!("augment@IL,IMG,PF, got {settings}")
+    };
+    let buffer = match pf {
+        "auto" => BufferSize::Auto,
+        n => BufferSize::Fixed(n.parse().expect("auto or a number")),
+    };
+    Dataset::tfrecord([format!("{dir}/train.tfrecord-*")])
+        .expect("bench data (run tfdata_baseline.py gen DIR first)")
+        .interleave(InterleaveSpec::new(4).num_parallel(parallel(il)))
+        .parse_example(spec())
+        .image_ops(augment_ops().num_parallel(parallel(img)))
+        .batch(64)
+        .prefetch(buffer)
+        .repeat(Some(4))
+}
+
+fn autotune_grid(dir: &str) {
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let mut settings = vec!["auto,auto,auto".to_string(), "seq,seq,1".to_string()];
+    for il in ["seq", "1", "2"] {
+        for img in ["1", "2"] {
+            for pf in ["2", "8"] {
+                settings.push(format!("{il},{img},{pf}"));
+            }
+        }
+    }
+    for round in 0..rounds {
+        let mut order = settings.clone();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for s in order {
+            run(dir, &format!("augment@{s}"));
+        }
+    }
+}
+
 fn run(dir: &str, name: &str) {
+    if name == "autotune_grid" {
+        return autotune_grid(dir);
+    }
     let (ds, epochs, count): (Dataset, usize, Counter) = match name {
+        _ if name.starts_with("augment@") => {
+            (augment_with(dir, &name["augment@".len()..]), 1, |b| {
+                (b.tensor("label").unwrap().len(), 0)
+            })
+        }
         "read" => (interleaved(dir).repeat(Some(10)).batch(256), 1, |b| {
             let recs = b.tensor("record").unwrap().as_bytes_list().unwrap();
             (recs.len(), recs.iter().map(|r| r.len()).sum())

@@ -10,15 +10,17 @@
 //! 2. A round: knobs are tried in the order of the bottleneck report (the stage the
 //!    pipeline waits on most first). For a knob, the throughput at its current value is
 //!    measured, then one step up (one more thread, or a buffer twice as large); a step
-//!    is kept only when the throughput rises by more than [`GAIN`], and then the next step
-//!    up is tried; otherwise one step down is tried the same way, and the knob goes back to
-//!    where it was if neither helped.
+//!    is kept only when the throughput rises by more than [`GAIN`] in two windows in a
+//!    row, and then the next step up is tried; otherwise one step down is tried the same
+//!    way (except on the bottleneck stage, which is never given less), and the knob goes
+//!    back to where it was if neither helped.
 //! 3. A round that changed nothing is followed by a pause (1 s, doubling to 8 s) before the
 //!    knobs are tried again, so the tuner follows a run whose costs change.
 //!
-//! Throughput is counted at the stage that hands out the most elements (in steady state
-//! every stage runs at the same pace, and the finest count gives the most precise rate),
-//! over windows of at least [`MIN_WINDOW`] and [`MIN_ELEMENTS`] elements.
+//! Throughput is counted at the stage nearest the output among those that hand out at
+//! least half as many elements as the busiest (in steady state every stage runs at the
+//! same pace; a batch count is too coarse to time, and a reader's read-ahead makes its
+//! count bursty), over windows of at least [`MIN_WINDOW`] and [`MIN_ELEMENTS`] elements.
 //!
 //! Budgets: a stage never has more worker threads than the CPU budget
 //! ([`Options::cpu_budget`](crate::Options)), as a fixed `num_parallel` is capped too; an
@@ -34,7 +36,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -47,11 +49,11 @@ use crate::stats::{StageMetrics, StatsRegistry};
 /// The part of a run not judged, while buffers fill.
 pub const WARMUP: Duration = Duration::from_millis(150);
 /// The shortest measuring window.
-pub const MIN_WINDOW: Duration = Duration::from_millis(120);
+pub const MIN_WINDOW: Duration = Duration::from_millis(250);
 /// The longest measuring window (a slow pipeline is judged on fewer elements).
 pub const MAX_WINDOW: Duration = Duration::from_millis(1500);
 /// The fewest elements a window counts (unless it reaches [`MAX_WINDOW`]).
-pub const MIN_ELEMENTS: u64 = 256;
+pub const MIN_ELEMENTS: u64 = 512;
 /// The throughput rise that makes a step worth keeping (noise between windows on a busy
 /// machine is a few percent).
 pub const GAIN: f64 = 0.03;
@@ -157,16 +159,42 @@ pub(crate) struct Autotuner {
     thread: Mutex<Option<JoinHandle<()>>>,
     learned: Learned,
     ram_budget: u64,
+    /// The run's statistics (weak: they hold this tuner for their snapshots) and shutdown.
+    run: Option<(Weak<StatsRegistry>, Shutdown)>,
+    me: Weak<Autotuner>,
 }
 
 impl Autotuner {
-    pub(crate) fn new(learned: Learned, ram_budget: u64) -> Self {
+    /// A tuner for the run with these statistics; its thread starts with the first knob
+    /// (stages may be built after the run starts, e.g. inside `repeat`).
+    pub(crate) fn new(
+        learned: Learned,
+        ram_budget: u64,
+        stats: &Arc<StatsRegistry>,
+        shutdown: Shutdown,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Autotuner {
+            knobs: Mutex::default(),
+            decisions: Mutex::default(),
+            thread: Mutex::default(),
+            learned,
+            ram_budget,
+            run: Some((Arc::downgrade(stats), shutdown)),
+            me: me.clone(),
+        })
+    }
+
+    /// A tuner without a thread (unit tests).
+    #[cfg(test)]
+    fn detached(learned: Learned, ram_budget: u64) -> Self {
         Autotuner {
             knobs: Mutex::default(),
             decisions: Mutex::default(),
             thread: Mutex::default(),
             learned,
             ram_budget,
+            run: None,
+            me: Weak::new(),
         }
     }
 
@@ -205,19 +233,24 @@ impl Autotuner {
         });
         knob.set(start);
         knobs.push(Arc::clone(&knob));
+        drop(knobs);
+        self.start();
         knob
     }
 
-    /// Starts the tuner thread if any knob was registered (once).
-    pub(crate) fn start(self: &Arc<Self>, stats: Arc<StatsRegistry>, shutdown: Shutdown) {
-        if self.knobs.lock().expect("knobs lock").is_empty() {
+    /// Starts the tuner thread (once).
+    fn start(&self) {
+        let Some((stats, shutdown)) = &self.run else {
             return;
-        }
+        };
+        let (Some(me), Some(stats)) = (self.me.upgrade(), stats.upgrade()) else {
+            return;
+        };
         let mut slot = self.thread.lock().expect("tuner lock");
-        if slot.is_some() {
+        if slot.is_some() || shutdown.is_set() {
             return;
         }
-        let me = Arc::clone(self);
+        let shutdown = shutdown.clone();
         *slot = std::thread::Builder::new()
             .name("sluice-autotune".into())
             .spawn(move || Tuner::new(me, stats, shutdown).run())
@@ -279,6 +312,8 @@ struct Tuner {
     stats: Arc<StatsRegistry>,
     shutdown: Shutdown,
     started: Instant,
+    /// Reasons already given for leaving a knob alone.
+    noted: Mutex<std::collections::HashSet<(usize, KnobKind, String)>>,
 }
 
 impl Tuner {
@@ -288,6 +323,7 @@ impl Tuner {
             stats,
             shutdown,
             started: Instant::now(),
+            noted: Mutex::default(),
         }
     }
 
@@ -299,22 +335,44 @@ impl Tuner {
         }
     }
 
-    /// The finest element count in the pipeline now.
-    fn count(&self) -> u64 {
-        self.stats.max_elements_out()
-    }
-
-    /// The throughput over the next window, in elements per second of the finest stage;
-    /// `None` if the pipeline produced nothing for [`MAX_WINDOW`] (it ended or is stalled).
+    /// The throughput over the next window, in elements per second of the progress stage
+    /// (see [`StatsRegistry::progress_stage`]); `None` if the pipeline produced nothing for
+    /// [`MAX_WINDOW`] (it ended or is stalled).
     fn measure(&self) -> Result<Option<f64>, Stopped> {
-        let (t0, c0) = (Instant::now(), self.count());
+        let Some(stage) = self.stats.progress_stage() else {
+            self.sleep(MIN_WINDOW)?;
+            return Ok(None);
+        };
+        let count = || self.stats.elements_out_of(stage);
+        let (t0, c0) = (Instant::now(), count());
         loop {
             self.sleep(TICK)?;
-            let (dt, dc) = (t0.elapsed(), self.count() - c0);
+            let (dt, dc) = (t0.elapsed(), count().saturating_sub(c0));
             if (dt >= MIN_WINDOW && dc >= MIN_ELEMENTS) || dt >= MAX_WINDOW {
                 return Ok((dc > 0).then(|| dc as f64 / dt.as_secs_f64()));
             }
         }
+    }
+
+    /// The throughput with the current setting over two windows, if the first already
+    /// beats `base` by more than [`GAIN`] (a step is kept only if it holds twice: windows
+    /// on a busy machine vary by several percent). Returns the mean, or the first window's
+    /// rate if it did not beat `base`.
+    fn measure_against(&self, base: f64) -> Result<Option<f64>, Stopped> {
+        let Some(first) = self.measure()? else {
+            return Ok(None);
+        };
+        if first / base - 1.0 <= GAIN {
+            return Ok(Some(first));
+        }
+        let Some(second) = self.measure()? else {
+            return Ok(None);
+        };
+        Ok(Some(if second / base - 1.0 > GAIN {
+            (first + second) / 2.0
+        } else {
+            first.min(second)
+        }))
     }
 
     fn run(self) {
@@ -324,14 +382,17 @@ impl Tuner {
 
     fn tune(&self) -> Result<(), Stopped> {
         // Warm-up.
-        while self.started.elapsed() < WARMUP || self.count() < MIN_ELEMENTS {
+        while self.started.elapsed() < WARMUP || self.stats.max_elements_out() < MIN_ELEMENTS {
             self.sleep(TICK)?;
         }
         let mut pause = Duration::from_secs(1);
         loop {
             let mut changed = false;
-            for knob in self.order() {
-                changed |= self.tune_knob(&knob)?;
+            let (knobs, bottleneck) = self.order();
+            for knob in knobs {
+                // The stage the pipeline waits on most is never given less.
+                let bottleneck = bottleneck == Some(knob.stage_index);
+                changed |= self.tune_knob(&knob, bottleneck)?;
             }
             if changed {
                 pause = Duration::from_secs(1);
@@ -343,8 +404,8 @@ impl Tuner {
     }
 
     /// The knobs, the bottleneck's first, then by how long the pipeline waited on their
-    /// stages.
-    fn order(&self) -> Vec<Arc<Knob>> {
+    /// stages; and the bottleneck's stage index.
+    fn order(&self) -> (Vec<Arc<Knob>>, Option<usize>) {
         let snapshot = self.stats.snapshot().stages;
         let caused = |k: &Knob| {
             snapshot
@@ -355,7 +416,12 @@ impl Tuner {
         };
         let mut knobs = self.tuner.knobs.lock().expect("knobs lock").clone();
         knobs.sort_by(|a, b| caused(b).total_cmp(&caused(a)));
-        knobs
+        let bottleneck = snapshot
+            .iter()
+            .filter(|s| s.caused_wait_seconds > 0.0)
+            .max_by(|a, b| a.caused_wait_seconds.total_cmp(&b.caused_wait_seconds))
+            .map(|s| s.index);
+        (knobs, bottleneck)
     }
 
     /// The bounds of a knob now: a buffer's top is also limited by the RAM budget.
@@ -368,7 +434,8 @@ impl Tuner {
             return (knob.min, knob.max, None);
         };
         if s.elements_out == 0 {
-            return (knob.min, knob.min, None);
+            // No element size seen yet: nothing to hold the buffer to.
+            return (knob.min, knob.max, None);
         }
         let mean = (s.bytes_out / s.elements_out).max(1);
         let buffers = self
@@ -395,6 +462,14 @@ impl Tuner {
         }
     }
 
+    /// Records why a knob was left alone, once per reason.
+    fn note(&self, knob: &Knob, value: usize, why: String) {
+        let mut noted = self.noted.lock().expect("noted lock");
+        if noted.insert((knob.stage_index, knob.kind, why.clone())) {
+            self.tuner.record(self.started, knob, value, value, why);
+        }
+    }
+
     /// One step of `knob` from `v`, up or down, within bounds.
     fn step(kind: KnobKind, v: usize, up: bool, (lo, hi): (usize, usize)) -> Option<usize> {
         let next = match (kind, up) {
@@ -407,8 +482,9 @@ impl Tuner {
         (next != v).then_some(next)
     }
 
-    /// Tries `knob` up, then down; returns whether it changed.
-    fn tune_knob(&self, knob: &Knob) -> Result<bool, Stopped> {
+    /// Tries `knob` up, then (unless its stage is the bottleneck) down; returns whether it
+    /// changed.
+    fn tune_knob(&self, knob: &Knob, bottleneck: bool) -> Result<bool, Stopped> {
         let (lo, hi, ram_note) = self.bounds(knob);
         let start = knob.get();
         // The RAM budget can shrink a buffer's room as bigger elements are seen.
@@ -423,16 +499,37 @@ impl Tuner {
             );
             return Ok(true);
         }
+        let directions: &[bool] = if bottleneck { &[true] } else { &[true, false] };
+        if directions
+            .iter()
+            .all(|&up| Self::step(knob.kind, start, up, (lo, hi)).is_none())
+        {
+            let why = if bottleneck {
+                format!(
+                    "kept {start}: the bottleneck, already at the most its budget allows ({hi}{})",
+                    match (&ram_note, knob.kind) {
+                        (Some(note), _) => format!(": {note}"),
+                        (None, KnobKind::NumParallel) =>
+                            ", the CPU budget or the files open".into(),
+                        (None, KnobKind::BufferSize) => String::new(),
+                    }
+                )
+            } else {
+                format!("kept {start}: its only value within its bounds")
+            };
+            self.note(knob, start, why);
+            return Ok(false);
+        }
         let Some(mut base) = self.measure()? else {
             return Ok(false);
         };
         let mut changed = false;
-        for up in [true, false] {
+        for &up in directions {
             while let Some(next) = Self::step(knob.kind, knob.get(), up, (lo, hi)) {
                 let from = knob.get();
                 knob.set(next);
                 self.sleep(SETTLE)?;
-                let Some(rate) = self.measure()? else {
+                let Some(rate) = self.measure_against(base)? else {
                     knob.set(from);
                     return Ok(changed);
                 };
@@ -504,7 +601,7 @@ mod tests {
         let m = Arc::new(StageMetrics::default());
         let mut learned = Learned::new();
         learned.insert((3, KnobKind::NumParallel), 1);
-        let t = Autotuner::new(learned, 1 << 30);
+        let t = Autotuner::detached(learned, 1 << 30);
         let a = t.knob(3, "map#3".into(), KnobKind::NumParallel, 4, (1, 4), &m);
         let b = t.knob(3, "map#3".into(), KnobKind::NumParallel, 4, (1, 4), &m);
         assert!(Arc::ptr_eq(&a, &b));

@@ -145,19 +145,18 @@ impl Dataset {
             .lock()
             .expect("learned lock")
             .clone();
-        let autotune = Arc::new(Autotuner::new(learned, options.ram_budget_bytes));
+        let autotune = Autotuner::new(learned, options.ram_budget_bytes, &stats, shutdown.clone());
         stats.set_autotuner(Arc::clone(&autotune));
         let shared = Arc::new(RunShared {
             seed,
             options,
-            shutdown: shutdown.clone(),
+            shutdown,
             stats: Arc::clone(&stats),
             autotune: Arc::clone(&autotune),
             indices,
         });
         *self.node.state.last.lock().expect("stats lock") = Some(Arc::clone(&stats));
         let stream = build_node(self, &shared, epoch)?;
-        autotune.start(Arc::clone(&stats), shutdown);
         Ok(PipelineIter {
             stream: Some(stream),
             stats,

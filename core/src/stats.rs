@@ -282,7 +282,7 @@ impl StatsRegistry {
         let _ = self.autotune.set(tuner);
     }
 
-    /// The most elements any stage has handed out so far (the finest count of progress).
+    /// The most elements any stage has handed out so far.
     pub(crate) fn max_elements_out(&self) -> u64 {
         self.stages
             .lock()
@@ -291,6 +291,32 @@ impl StatsRegistry {
             .map(|s| s.3.elements_out.load(Relaxed))
             .max()
             .unwrap_or(0)
+    }
+
+    /// The stage to count progress at: the one nearest the output among those that hand
+    /// out at least half as many elements as the busiest (so not a batch count, which is
+    /// too coarse to time, nor a reader far upstream, whose read-ahead makes it bursty).
+    pub(crate) fn progress_stage(&self) -> Option<usize> {
+        let stages = self.stages.lock().expect("stats lock");
+        let most = stages
+            .iter()
+            .map(|s| s.3.elements_out.load(Relaxed))
+            .max()?;
+        stages
+            .iter()
+            .filter(|s| s.3.elements_out.load(Relaxed) * 2 >= most)
+            .map(|s| s.0)
+            .max()
+    }
+
+    /// Elements stage `index` has handed out so far.
+    pub(crate) fn elements_out_of(&self, index: usize) -> u64 {
+        self.stages
+            .lock()
+            .expect("stats lock")
+            .iter()
+            .find(|s| s.0 == index)
+            .map_or(0, |s| s.3.elements_out.load(Relaxed))
     }
 
     pub(crate) fn register(
