@@ -22,6 +22,10 @@
 //!   (indexes already built) is reported. The indexes are written beside the data.
 //! - `buffered_shuffle`: the same with interleave 4 -> shuffle(10_000) instead, to compare;
 //!   two epochs, the second reported.
+//! - `global_shuffle_raw` / `buffered_shuffle_raw`: the two shuffles over `DIR/*.tfrecord-*`
+//!   (any dataset, e.g. `sluice gen --images 400000 --size 16`) -> batch 256 of raw records,
+//!   nothing parsed, so the shuffles' own cost shows (records/s, MB/s); two epochs, the
+//!   second reported.
 //! - `augment@IL,IMG,PF` (e.g. `augment@auto,auto,auto`, `augment@seq,2,8`): the `augment`
 //!   pipeline repeated 4 times in one run (16,384 images, a few seconds, so autotune has
 //!   time to act) with the interleave's reading threads `IL`, `image_ops`'s workers `IMG`
@@ -251,6 +255,31 @@ fn run(dir: &str, name: &str) {
                 .parse_example(spec()),
             2,
             |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        "global_shuffle_raw" => (
+            Dataset::tfrecord_global_shuffle(
+                [format!("{dir}/*.tfrecord-*")],
+                GlobalShuffleSpec::default(),
+            )
+            .expect("a TFRecord dataset")
+            .batch(256),
+            2,
+            |b| {
+                let recs = b.tensor("record").unwrap().as_bytes_list().unwrap();
+                (recs.len(), recs.iter().map(|r| r.len()).sum())
+            },
+        ),
+        "buffered_shuffle_raw" => (
+            Dataset::tfrecord([format!("{dir}/*.tfrecord-*")])
+                .expect("a TFRecord dataset")
+                .interleave(InterleaveSpec::new(4).num_parallel(NumParallel::Auto))
+                .shuffle(10_000)
+                .batch(256),
+            2,
+            |b| {
+                let recs = b.tensor("record").unwrap().as_bytes_list().unwrap();
+                (recs.len(), recs.iter().map(|r| r.len()).sum())
+            },
         ),
         "decode_only" => return decode_only(dir),
         other => panic!("unknown pipeline {other}"),
