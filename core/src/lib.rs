@@ -37,6 +37,9 @@
 //! - Randomness is keyed by (seed, epoch, stage, element id) ([`rng`]): a seed fixes every
 //!   batch bit for bit, at any parallelism.
 //! - [`Dataset::stats`] gives per-stage statistics and names the bottleneck.
+//! - [`autotune`]: `NumParallel::Auto` and `BufferSize::Auto` are tuned while the pipeline
+//!   runs, within the CPU and RAM budgets of [`Options`]; every decision is explained in the
+//!   stats.
 //! - [`pipeline_file`]: a whole pipeline as a TOML file ([`pipeline_file::PipelineFile`]).
 // One `unsafe` block: calling the AVX2 build of the point-chain kernel after checking the
 // CPU has AVX2 (core/src/image/pointwise.rs).
