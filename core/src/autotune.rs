@@ -15,7 +15,11 @@
 //!    way (except on the bottleneck stage, which is never given less), and the knob goes
 //!    back to where it was if neither helped.
 //! 3. A round that changed nothing is followed by a pause (1 s, doubling to 8 s) before the
-//!    knobs are tried again, so the tuner follows a run whose costs change.
+//!    knobs are tried again, so the tuner follows a run whose costs change. A direction
+//!    that did not help sits out the next 1, 2, 4, ... 16 rounds (a probe of a worse
+//!    setting costs throughput while it is measured), and a `prefetch` buffer that its
+//!    consumer finds nearly empty is left alone (its input is the slower side: no size
+//!    changes the pace).
 //!
 //! Throughput is counted at the stage nearest the output among those that hand out at
 //! least half as many elements as the busiest (in steady state every stage runs at the
@@ -314,6 +318,10 @@ struct Tuner {
     started: Instant,
     /// Reasons already given for leaving a knob alone.
     noted: Mutex<std::collections::HashSet<(usize, KnobKind, String)>>,
+    /// Per (stage, kind, up): how many rounds a direction that failed sits out.
+    backoffs: Mutex<HashMap<(usize, KnobKind, bool), Backoff>>,
+    /// Per buffer stage: its occupancy samples when it was last looked at.
+    occupancy: Mutex<HashMap<usize, (u64, u64)>>,
 }
 
 impl Tuner {
@@ -324,6 +332,8 @@ impl Tuner {
             shutdown,
             started: Instant::now(),
             noted: Mutex::default(),
+            backoffs: Mutex::default(),
+            occupancy: Mutex::default(),
         }
     }
 
@@ -483,7 +493,10 @@ impl Tuner {
     }
 
     /// Tries `knob` up, then (unless its stage is the bottleneck) down; returns whether it
-    /// changed.
+    /// changed. A direction that did not help is skipped for the next 1, 2, 4, ... 16
+    /// rounds (probes of worse settings cost throughput); a buffer that its consumer
+    /// always finds (nearly) empty is not probed (its input is slower: neither a bigger nor
+    /// a smaller one changes the pace).
     fn tune_knob(&self, knob: &Knob, bottleneck: bool) -> Result<bool, Stopped> {
         let (lo, hi, ram_note) = self.bounds(knob);
         let start = knob.get();
@@ -504,34 +517,68 @@ impl Tuner {
             .iter()
             .all(|&up| Self::step(knob.kind, start, up, (lo, hi)).is_none())
         {
+            let limit = match (&ram_note, knob.kind) {
+                (Some(note), _) => format!(": {note}"),
+                (None, KnobKind::NumParallel) if knob.stage.starts_with("interleave") => {
+                    ", the CPU budget or cycle_length".into()
+                }
+                (None, KnobKind::NumParallel) => ", the CPU budget".into(),
+                (None, KnobKind::BufferSize) => String::new(),
+            };
             let why = if bottleneck {
-                format!(
-                    "kept {start}: the bottleneck, already at the most its budget allows ({hi}{})",
-                    match (&ram_note, knob.kind) {
-                        (Some(note), _) => format!(": {note}"),
-                        (None, KnobKind::NumParallel) =>
-                            ", the CPU budget or the files open".into(),
-                        (None, KnobKind::BufferSize) => String::new(),
-                    }
-                )
+                format!("kept {start}: the bottleneck, already at the most allowed ({hi}{limit})")
             } else {
                 format!("kept {start}: its only value within its bounds")
             };
             self.note(knob, start, why);
             return Ok(false);
         }
+        if knob.kind == KnobKind::BufferSize {
+            let (samples, sum, _) = knob.metrics.buffer_samples();
+            let (s0, sum0) = self
+                .occupancy
+                .lock()
+                .expect("occupancy lock")
+                .insert(knob.stage_index, (samples, sum))
+                .unwrap_or((0, 0));
+            let n = samples.saturating_sub(s0);
+            if n >= 8 {
+                let mean = sum.saturating_sub(sum0) as f64 / n as f64;
+                if mean < 0.1 * start as f64 {
+                    self.note(
+                        knob,
+                        start,
+                        format!(
+                            "kept {start}: its consumer finds it nearly empty (mean {mean:.1} of {start}): its input is the slower side, and a buffer's size does not change that"
+                        ),
+                    );
+                    return Ok(false);
+                }
+            }
+        }
         let Some(mut base) = self.measure()? else {
             return Ok(false);
         };
         let mut changed = false;
         for &up in directions {
+            if self.backing_off(knob, up) {
+                continue;
+            }
             while let Some(next) = Self::step(knob.kind, knob.get(), up, (lo, hi)) {
                 let from = knob.get();
                 knob.set(next);
-                self.sleep(SETTLE)?;
-                let Some(rate) = self.measure_against(base)? else {
-                    knob.set(from);
-                    return Ok(changed);
+                // Whatever happens, a probe does not outlive the tuner.
+                let measured = self.sleep(SETTLE).and_then(|()| self.measure_against(base));
+                let rate = match measured {
+                    Ok(Some(rate)) => rate,
+                    Ok(None) => {
+                        knob.set(from);
+                        return Ok(changed);
+                    }
+                    Err(stopped) => {
+                        knob.set(from);
+                        return Err(stopped);
+                    }
                 };
                 let gain = rate / base - 1.0;
                 if gain > GAIN {
@@ -549,6 +596,7 @@ impl Tuner {
                             gain * 100.0
                         ),
                     );
+                    self.backoff(knob, up, true);
                     base = rate;
                     changed = true;
                 } else {
@@ -565,6 +613,7 @@ impl Tuner {
                         reason.push_str(&format!("; at most {hi}: {note}"));
                     }
                     self.tuner.record(self.started, knob, from, from, reason);
+                    self.backoff(knob, up, false);
                     break;
                 }
             }
@@ -574,6 +623,36 @@ impl Tuner {
         }
         Ok(changed)
     }
+
+    /// Whether `knob`'s `up` (or down) direction sits this round out; counts the round.
+    fn backing_off(&self, knob: &Knob, up: bool) -> bool {
+        let mut states = self.backoffs.lock().expect("backoff lock");
+        let state = states.entry((knob.stage_index, knob.kind, up)).or_default();
+        if state.skip > 0 {
+            state.skip -= 1;
+            return true;
+        }
+        false
+    }
+
+    /// After a probe: a step that helped clears the backoff; one that did not doubles it.
+    fn backoff(&self, knob: &Knob, up: bool, helped: bool) {
+        let mut states = self.backoffs.lock().expect("backoff lock");
+        let state = states.entry((knob.stage_index, knob.kind, up)).or_default();
+        if helped {
+            *state = Backoff::default();
+        } else {
+            state.penalty = (state.penalty * 2).clamp(1, 16);
+            state.skip = state.penalty;
+        }
+    }
+}
+
+/// Rounds a probe direction sits out after failing.
+#[derive(Debug, Default, Clone, Copy)]
+struct Backoff {
+    penalty: u32,
+    skip: u32,
 }
 
 #[cfg(test)]

@@ -83,6 +83,14 @@ impl StageMetrics {
         self.buffer_samples.fetch_add(1, Relaxed);
         self.buffer_sum.fetch_add(len as u64, Relaxed);
     }
+    /// Buffer occupancy samples so far: (samples, sum of occupancies, capacity at the last).
+    pub fn buffer_samples(&self) -> (u64, u64, u64) {
+        (
+            self.buffer_samples.load(Relaxed),
+            self.buffer_sum.load(Relaxed),
+            self.buffer_capacity.load(Relaxed),
+        )
+    }
     /// Sets the number of worker threads.
     pub fn set_workers(&self, n: usize) {
         self.workers.store(n as u64, Relaxed);
