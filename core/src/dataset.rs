@@ -5,11 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::autotune::{Autotuner, Learned};
+use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::shutdown::{Shutdown, ShutdownTrigger};
 use crate::options::Options;
-use crate::stage::{RunShared, Stage, build_node};
+use crate::stage::{RunShared, Stage, build_node_from};
 use crate::stats::{PipelineStats, StatsRegistry};
 use crate::stream::BoxStream;
 
@@ -125,15 +126,97 @@ impl Dataset {
     /// Iterating again starts the next epoch (reshuffling where asked). Dropping the
     /// iterator stops and joins every thread the pipeline started.
     pub fn iter(&self) -> Result<PipelineIter> {
-        let options = self.options();
         let seed = {
             let mut drawn = self.node.state.seed.lock().expect("seed lock");
-            match options.seed {
+            match self.options().seed {
                 Some(s) => s,
                 None => *drawn.get_or_insert_with(random_seed),
             }
         };
         let epoch = self.node.state.epoch.fetch_add(1, Ordering::Relaxed);
+        self.start(seed, epoch, 0)
+    }
+
+    /// Continues an iteration from a [`Checkpoint`] taken by [`PipelineIter::checkpoint`]
+    /// (in this process or another): the iterator yields exactly the elements an
+    /// uninterrupted run would have yielded after that point, at any thread count and
+    /// buffer size. The next [`Dataset::iter`] starts the epoch after the checkpoint's.
+    ///
+    /// Refused (with [`Error::Checkpoint`]) when the pipeline differs from the one
+    /// checkpointed (its [`resume_fingerprint`](Dataset::resume_fingerprint)), when the
+    /// options fix another seed, or when the epoch has fewer elements than the position.
+    /// See [`crate::checkpoint`] for what fast-forwarding costs per stage.
+    pub fn resume(&self, checkpoint: &Checkpoint) -> Result<PipelineIter> {
+        if checkpoint.version != CHECKPOINT_VERSION {
+            return Err(Error::Checkpoint(format!(
+                "version {} (this Sluice reads version {CHECKPOINT_VERSION})",
+                checkpoint.version
+            )));
+        }
+        let fingerprint = self.resume_fingerprint();
+        if checkpoint.fingerprint != fingerprint {
+            return Err(Error::Checkpoint(format!(
+                "the checkpoint is of another pipeline (fingerprint {}, this one {}): stages or their parameters differ",
+                short(&checkpoint.fingerprint),
+                short(&fingerprint)
+            )));
+        }
+        if let Some(seed) = self.options().seed
+            && seed != checkpoint.seed
+        {
+            return Err(Error::Checkpoint(format!(
+                "the checkpoint was taken with seed {}, the options fix seed {seed}",
+                checkpoint.seed
+            )));
+        }
+        *self.node.state.seed.lock().expect("seed lock") = Some(checkpoint.seed);
+        self.node
+            .state
+            .epoch
+            .store(checkpoint.epoch + 1, Ordering::Relaxed);
+        self.start(checkpoint.seed, checkpoint.epoch, checkpoint.position)
+    }
+
+    /// What identifies this pipeline's output for checkpoints: a hash of every stage and
+    /// parameter, without thread counts and buffer sizes (see [`Stage::resume_fingerprint`]).
+    pub fn resume_fingerprint(&self) -> String {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        fn walk(d: &Dataset, h: &mut sha2::Sha256) {
+            h.update(d.stage().name().as_bytes());
+            h.update([0]);
+            h.update(d.stage().resume_fingerprint().as_bytes());
+            h.update([0]);
+            for i in d.inputs() {
+                h.update(b"(");
+                walk(i, h);
+                h.update(b")");
+            }
+        }
+        walk(self, &mut h);
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The first stage (as `name#index`, sources first) whose output order depends on
+    /// thread timing, if any: such a pipeline cannot be checkpointed.
+    fn nondeterministic_stage(&self) -> Option<String> {
+        let mut indices = HashMap::new();
+        index_nodes(self, &mut indices, &mut 0);
+        fn walk(d: &Dataset, indices: &HashMap<usize, usize>) -> Option<String> {
+            d.inputs()
+                .iter()
+                .find_map(|i| walk(i, indices))
+                .or_else(|| {
+                    (!d.stage().order_deterministic())
+                        .then(|| format!("{}#{}", d.stage().name(), indices[&d.node_key()]))
+                })
+        }
+        walk(self, &indices)
+    }
+
+    /// Builds the pipeline for `seed` and `epoch`, fast-forwarded `skip` elements.
+    fn start(&self, seed: u64, epoch: u64, skip: u64) -> Result<PipelineIter> {
+        let options = self.options();
         let (trigger, shutdown) = Shutdown::new();
         let stats = Arc::new(StatsRegistry::new());
         let mut indices = HashMap::new();
@@ -156,12 +239,22 @@ impl Dataset {
             indices,
         });
         *self.node.state.last.lock().expect("stats lock") = Some(Arc::clone(&stats));
-        let stream = build_node(self, &shared, epoch)?;
+        let (stream, skipped) = build_node_from(self, &shared, epoch, skip)?;
+        if skipped < skip {
+            return Err(Error::Checkpoint(format!(
+                "epoch {epoch} has {skipped} elements, fewer than the checkpoint's position {skip}"
+            )));
+        }
         Ok(PipelineIter {
             stream: Some(stream),
             stats,
             autotune,
             state: Arc::clone(&self.node.state),
+            dataset: self.clone(),
+            seed,
+            epoch,
+            position: skip,
+            failed: false,
             done: false,
             _trigger: trigger,
         })
@@ -216,6 +309,13 @@ pub struct PipelineIter {
     stats: Arc<StatsRegistry>,
     autotune: Arc<Autotuner>,
     state: Arc<RunState>,
+    dataset: Dataset,
+    seed: u64,
+    epoch: u64,
+    /// Elements yielded in this epoch (counting those a resume skipped).
+    position: u64,
+    /// An error was yielded.
+    failed: bool,
     done: bool,
     // Dropped after `stream` (fields drop in order): first the streams stop and join their
     // threads, and the trigger is set first in `drop` so blocked threads wake at once.
@@ -227,6 +327,42 @@ impl PipelineIter {
     pub fn stats(&self) -> PipelineStats {
         self.stats.snapshot()
     }
+
+    /// Where this iteration is: a small [`Checkpoint`] (seed, epoch, elements yielded,
+    /// the pipeline's fingerprint) to give to [`Dataset::resume`], here or in another
+    /// process. Its size does not depend on buffer sizes: buffers are re-derived on resume.
+    ///
+    /// Fails when a stage's output order depends on thread timing (`deterministic =
+    /// false`), or after the iterator yielded an error.
+    pub fn checkpoint(&self) -> Result<Checkpoint> {
+        if self.failed {
+            return Err(Error::Checkpoint(
+                "the iteration ended with an error: resume from an earlier checkpoint".into(),
+            ));
+        }
+        if let Some(stage) = self.dataset.nondeterministic_stage() {
+            return Err(Error::Checkpoint(format!(
+                "stage {stage} runs with deterministic = false: its order depends on thread timing, so a position in its output cannot be resumed"
+            )));
+        }
+        Ok(Checkpoint {
+            version: CHECKPOINT_VERSION,
+            fingerprint: self.dataset.resume_fingerprint(),
+            seed: self.seed,
+            epoch: self.epoch,
+            position: self.position,
+        })
+    }
+
+    /// Elements yielded in this epoch so far (with those a resume skipped).
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+}
+
+/// The start of a fingerprint, for messages.
+fn short(fingerprint: &str) -> &str {
+    &fingerprint[..fingerprint.len().min(12)]
 }
 
 impl Iterator for PipelineIter {
@@ -238,8 +374,12 @@ impl Iterator for PipelineIter {
         }
         let item = self.stream.as_mut()?.next();
         match &item {
-            Some(Ok(_)) => self.stats.produced(),
+            Some(Ok(_)) => {
+                self.position += 1;
+                self.stats.produced();
+            }
             Some(Err(_)) | None => {
+                self.failed |= item.is_some();
                 self.done = true;
                 // Stop the threads now rather than when the iterator is dropped.
                 self.stream = None;

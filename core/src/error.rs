@@ -93,6 +93,10 @@ pub enum Error {
     /// The RAM budget does not allow what the pipeline asks for.
     #[error("RAM budget exceeded: {0}")]
     RamBudget(String),
+
+    /// A checkpoint cannot be taken, read or resumed from (names why).
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
     /// An error raised by a stage while processing an element, with its context.
     #[error("{stage}: {}: {source}", describe(*.element, .provenance.as_ref()))]
     Stage {

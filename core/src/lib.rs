@@ -37,6 +37,9 @@
 //! - Randomness is keyed by (seed, epoch, stage, element id) ([`rng`]): a seed fixes every
 //!   batch bit for bit, at any parallelism.
 //! - [`Dataset::stats`] gives per-stage statistics and names the bottleneck.
+//! - [`checkpoint`]: [`PipelineIter::checkpoint`] gives a small [`Checkpoint`] and
+//!   [`Dataset::resume`] continues from it with exactly the elements an uninterrupted run
+//!   would have yielded.
 //! - [`autotune`]: `NumParallel::Auto` and `BufferSize::Auto` are tuned while the pipeline
 //!   runs, within the CPU and RAM budgets of [`Options`]; every decision is explained in the
 //!   stats.
@@ -47,6 +50,7 @@
 
 pub mod autotune;
 mod builder;
+pub mod checkpoint;
 pub mod codec;
 mod dataset;
 pub mod element;
@@ -64,6 +68,7 @@ pub mod stats;
 mod stream;
 pub mod tensor;
 
+pub use checkpoint::Checkpoint;
 pub use dataset::{Dataset, PipelineIter};
 pub use element::{Element, ElementId, Provenance, Ragged, Value};
 pub use error::{Error, Result};

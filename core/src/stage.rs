@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +50,86 @@ pub trait Stage: Send + Sync + fmt::Debug + 'static {
     fn runs_inline(&self) -> bool {
         true
     }
+
+    /// Starts the stage for one epoch after its first `skip` outputs, returning the stream
+    /// and how many outputs were skipped (fewer than `skip` only when the epoch ended
+    /// first). Resuming from a [`Checkpoint`](crate::Checkpoint) uses it.
+    ///
+    /// The default builds the stage and pulls and drops `skip` outputs, which is right for
+    /// every stage. Stages whose output count maps to their inputs' without running their
+    /// work override it to fast-forward their inputs instead: a 1:1 map skips the same
+    /// number of inputs without calling its function, a batch `skip × batch_size`, a source
+    /// seeks. Inputs are fast-forwarded before the stage starts threads that pull from them.
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        let mut stream = self.build(inputs, ctx)?;
+        let skipped = discard(&mut stream, skip)?;
+        Ok((stream, skipped))
+    }
+
+    /// Whether the order of the stage's output is a function of its input (true by
+    /// default). A stage that hands out results as threads finish (`deterministic =
+    /// false`) returns false, and a pipeline holding one cannot be checkpointed.
+    fn order_deterministic(&self) -> bool {
+        true
+    }
+
+    /// What identifies the stage's output for checkpoints: like
+    /// [`fingerprint`](Stage::fingerprint), without the settings that do not change a
+    /// deterministic stage's elements (`num_parallel` fields; `prefetch` leaves out its
+    /// buffer size), so a run can be resumed with other thread counts and buffers.
+    fn resume_fingerprint(&self) -> String {
+        without_parallelism(&self.fingerprint())
+    }
+}
+
+/// Pulls and drops up to `n` elements; returns how many there were. An error is returned:
+/// an uninterrupted run would have ended with it before the position being skipped to.
+pub(crate) fn discard(stream: &mut BoxStream, n: u64) -> Result<u64> {
+    let mut k = 0;
+    while k < n {
+        match stream.next() {
+            Some(Ok(_)) => k += 1,
+            Some(Err(e)) => return Err(e),
+            None => break,
+        }
+    }
+    Ok(k)
+}
+
+/// Removes `num_parallel: ...` fields from a `Debug` form.
+pub(crate) fn without_parallelism(debug: &str) -> String {
+    let mut out = String::with_capacity(debug.len());
+    let mut rest = debug;
+    while let Some(at) = rest.find("num_parallel: ") {
+        out.push_str(&rest[..at]);
+        // Skip the value: up to the next ',' or '}' at nesting depth 0.
+        let value = &rest[at..];
+        let mut depth = 0i32;
+        let mut end = value.len();
+        for (i, c) in value.char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                ')' | ']' | '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    end = i + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = value[end..].trim_start();
+    }
+    out.push_str(rest);
+    out
 }
 
 /// How many threads a parallel stage uses.
@@ -248,6 +329,10 @@ pub struct Input {
     pub(crate) dataset: Dataset,
     pub(crate) shared: Arc<RunShared>,
     pub(crate) epoch: u64,
+    /// Outputs to fast-forward past when opened (see [`Stage::build_from`]).
+    pub(crate) skip: u64,
+    /// How many were skipped at the last open.
+    pub(crate) skipped: Arc<AtomicU64>,
 }
 
 impl Input {
@@ -258,7 +343,25 @@ impl Input {
 
     /// Opens the input for another epoch key (used by `repeat` for each repetition).
     pub fn open_epoch(&self, epoch: u64) -> Result<BoxStream> {
-        build_node(&self.dataset, &self.shared, epoch)
+        let (stream, skipped) = build_node_from(&self.dataset, &self.shared, epoch, self.skip)?;
+        self.skipped.store(skipped, Ordering::Relaxed);
+        Ok(stream)
+    }
+
+    /// This input, opening after its first `n` outputs (for [`Stage::build_from`]).
+    pub fn skipping(&self, n: u64) -> Input {
+        Input {
+            dataset: self.dataset.clone(),
+            shared: Arc::clone(&self.shared),
+            epoch: self.epoch,
+            skip: n,
+            skipped: Arc::default(),
+        }
+    }
+
+    /// How many outputs the last open skipped (fewer than asked only if the input ended).
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
     }
 
     /// The input's definition.
@@ -272,12 +375,13 @@ impl Input {
     }
 }
 
-/// Builds a node (and, through its stage, its inputs) for one epoch.
-pub(crate) fn build_node(
+/// Builds a node for one epoch after its first `skip` outputs (see [`Stage::build_from`]).
+pub(crate) fn build_node_from(
     dataset: &Dataset,
     shared: &Arc<RunShared>,
     epoch: u64,
-) -> Result<BoxStream> {
+    skip: u64,
+) -> Result<(BoxStream, u64)> {
     let stage = dataset.stage();
     let index = *shared
         .indices
@@ -305,12 +409,59 @@ pub(crate) fn build_node(
             dataset: d.clone(),
             shared: Arc::clone(shared),
             epoch,
+            skip: 0,
+            skipped: Arc::default(),
         })
         .collect();
-    let inner = stage.build(&inputs, &ctx)?;
-    Ok(Box::new(Instrumented::new(
-        inner,
-        metrics,
-        stage.runs_inline(),
-    )))
+    let (inner, skipped) = if skip == 0 {
+        (stage.build(&inputs, &ctx)?, 0)
+    } else {
+        stage.build_from(&inputs, &ctx, skip)?
+    };
+    Ok((
+        Box::new(Instrumented::new(inner, metrics, stage.runs_inline())),
+        skipped,
+    ))
+}
+
+/// [`Stage::build_from`] for a stage with one output per input (under the fail policy):
+/// its inputs skip `skip` elements, unread, and the stage is built over them.
+pub(crate) fn build_one_to_one(
+    stage: &dyn Stage,
+    inputs: &[Input],
+    ctx: &BuildContext,
+    skip: u64,
+) -> Result<(BoxStream, u64)> {
+    if ctx.error_policy() != ErrorPolicy::Fail {
+        // Skipped failures change the count: replay.
+        let mut stream = stage.build(inputs, ctx)?;
+        let skipped = discard(&mut stream, skip)?;
+        return Ok((stream, skipped));
+    }
+    let skipping: Vec<Input> = inputs.iter().map(|i| i.skipping(skip)).collect();
+    let stream = stage.build(&skipping, ctx)?;
+    let skipped = skipping.iter().map(Input::skipped).min().unwrap_or(0);
+    Ok((stream, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_parallelism;
+
+    #[test]
+    fn parallelism_is_left_out_of_resume_fingerprints() {
+        assert_eq!(
+            without_parallelism("map(MapSpec { num_parallel: Fixed(2), deterministic: true }, f)"),
+            "map(MapSpec { deterministic: true }, f)"
+        );
+        assert_eq!(
+            without_parallelism("ShuffleSpec { buffer_size: 10 }"),
+            "ShuffleSpec { buffer_size: 10 }"
+        );
+        assert_eq!(
+            without_parallelism("X { a: 1, num_parallel: Sequential }"),
+            "X { a: 1, }"
+        );
+        assert_eq!(without_parallelism("plain"), "plain");
+    }
 }

@@ -54,6 +54,25 @@ impl Stage for FromElements {
         }))))
     }
 
+    fn build_from(
+        &self,
+        _inputs: &[Input],
+        _ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        let elements = Arc::clone(&self.elements);
+        let keep = self.keep_ids;
+        let from = (skip as usize).min(elements.len());
+        let stream = Box::new(IterStream((from..elements.len()).map(move |i| {
+            let mut e = elements[i].clone();
+            if !keep {
+                e.set_id(ElementId::new(0, i as u64));
+            }
+            Ok(e)
+        })));
+        Ok((stream, from as u64))
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -109,6 +128,29 @@ impl Stage for RangeSpec {
             let v = start + i as i64 * step;
             Ok(Element::new(ElementId::new(0, i)).with(RANGE_VALUE, Tensor::scalar_i64(v)))
         }))))
+    }
+
+    fn build_from(
+        &self,
+        _inputs: &[Input],
+        _ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        if self.step == 0 {
+            return Err(crate::Error::invalid("range: step must not be 0"));
+        }
+        let RangeSpec { start, end, step } = *self;
+        let n = if (step > 0 && end > start) || (step < 0 && end < start) {
+            ((end - start).unsigned_abs() - 1) / step.unsigned_abs() + 1
+        } else {
+            0
+        };
+        let from = skip.min(n);
+        let stream = Box::new(IterStream((from..n).map(move |i| {
+            let v = start + i as i64 * step;
+            Ok(Element::new(ElementId::new(0, i)).with(RANGE_VALUE, Tensor::scalar_i64(v)))
+        })));
+        Ok((stream, from))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -98,6 +98,36 @@ impl Stage for BatchSpec {
         }))
     }
 
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        if ctx.error_policy() != crate::options::ErrorPolicy::Fail || self.batch_size == 0 {
+            let mut stream = self.build(inputs, ctx)?;
+            let skipped = crate::stage::discard(&mut stream, skip)?;
+            return Ok((stream, skipped));
+        }
+        // `skip` batches are `skip × batch_size` inputs, not assembled.
+        let size = self.batch_size as u64;
+        let input =
+            crate::stages::single_input(inputs, "batch")?.skipping(skip.saturating_mul(size));
+        let stream = self.build(std::slice::from_ref(&input), ctx)?;
+        let k = input.skipped();
+        // Short of the mark only at the end: a last partial batch was one more output.
+        let skipped = if self.drop_remainder {
+            k / size
+        } else {
+            k.div_ceil(size)
+        };
+        Ok((stream, skipped.min(skip)))
+    }
+
+    fn order_deterministic(&self) -> bool {
+        self.deterministic || self.num_parallel == NumParallel::Sequential
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

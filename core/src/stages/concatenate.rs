@@ -27,6 +27,39 @@ impl Stage for ConcatenateSpec {
         }))
     }
 
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        _ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        // Skip through whole inputs, then into the one the position falls in.
+        let mut left = skip;
+        for (i, input) in inputs.iter().enumerate() {
+            let input = input.skipping(left);
+            let stream = input.open()?;
+            left -= input.skipped();
+            if left == 0 {
+                return Ok((
+                    Box::new(ConcatStream {
+                        inputs: inputs.to_vec(),
+                        next_input: i + 1,
+                        current: Some(stream),
+                    }),
+                    skip,
+                ));
+            }
+        }
+        Ok((
+            Box::new(ConcatStream {
+                inputs: vec![],
+                next_input: 0,
+                current: None,
+            }),
+            skip - left,
+        ))
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -593,6 +593,20 @@ impl Stage for ImageOpsSpec {
         Ok(run_elementwise(upstream, work, spec, ctx))
     }
 
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        // One output per input: skip inputs without doing this stage's work.
+        crate::stage::build_one_to_one(self, inputs, ctx, skip)
+    }
+
+    fn order_deterministic(&self) -> bool {
+        self.deterministic || self.num_parallel == NumParallel::Sequential
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -126,6 +126,10 @@ impl Stage for InterleaveStage {
         }))
     }
 
+    fn order_deterministic(&self) -> bool {
+        self.spec.deterministic || self.spec.num_parallel == NumParallel::Sequential
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

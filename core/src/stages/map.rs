@@ -101,6 +101,25 @@ impl Stage for MapStage {
         Ok(run_elementwise(upstream, work, self.spec, ctx))
     }
 
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        if self.kind == "map" {
+            // One output per input: skip inputs without calling the function.
+            return crate::stage::build_one_to_one(self, inputs, ctx, skip);
+        }
+        let mut stream = self.build(inputs, ctx)?;
+        let skipped = crate::stage::discard(&mut stream, skip)?;
+        Ok((stream, skipped))
+    }
+
+    fn order_deterministic(&self) -> bool {
+        self.spec.deterministic || self.spec.num_parallel == NumParallel::Sequential
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -193,6 +193,10 @@ impl Stage for MapChunksStage {
         })
     }
 
+    fn order_deterministic(&self) -> bool {
+        self.spec.deterministic || self.spec.num_parallel == NumParallel::Sequential
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -73,6 +73,23 @@ impl Stage for PrefetchSpec {
         )))
     }
 
+    fn resume_fingerprint(&self) -> String {
+        // The buffer's size never changes the elements.
+        "prefetch".into()
+    }
+
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        // Prefetch passes every element on: its input skips them (before its thread starts).
+        let input = crate::stages::single_input(inputs, "prefetch")?.skipping(skip);
+        let stream = self.build(std::slice::from_ref(&input), ctx)?;
+        Ok((stream, input.skipped()))
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -38,6 +38,61 @@ impl Stage for RepeatSpec {
         }))
     }
 
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        // Skip whole passes by their skipped counts, then into the pass the position is in.
+        let input = crate::stages::single_input(inputs, "repeat")?;
+        let mut left = skip;
+        let mut pass = 0;
+        loop {
+            if self.count.is_some_and(|c| pass >= c) {
+                break;
+            }
+            let epoch = if pass == 0 {
+                ctx.epoch()
+            } else {
+                combine(&[ctx.epoch(), pass])
+            };
+            let skipping = input.skipping(left);
+            let stream = skipping.open_epoch(epoch)?;
+            let k = skipping.skipped();
+            if k == left {
+                return Ok((
+                    Box::new(RepeatStream {
+                        input: input.clone(),
+                        current: Some(stream),
+                        pass,
+                        count: self.count,
+                        produced_in_pass: k > 0,
+                        epoch: ctx.epoch(),
+                    }),
+                    skip,
+                ));
+            }
+            if k == 0 {
+                // An empty pass ends the repetition.
+                break;
+            }
+            left -= k;
+            pass += 1;
+        }
+        Ok((
+            Box::new(RepeatStream {
+                input: input.clone(),
+                current: None,
+                pass,
+                count: Some(0),
+                produced_in_pass: false,
+                epoch: ctx.epoch(),
+            }),
+            skip - left,
+        ))
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -29,6 +29,19 @@ impl Stage for SkipSpec {
         }))
     }
 
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        _ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        let input =
+            crate::stages::single_input(inputs, "skip")?.skipping(self.count.saturating_add(skip));
+        let upstream = input.open()?;
+        let skipped = input.skipped().saturating_sub(self.count);
+        Ok((Box::new(SkipStream { upstream, left: 0 }), skipped))
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

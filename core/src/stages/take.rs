@@ -34,6 +34,26 @@ impl Stage for TakeSpec {
         }))
     }
 
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        _ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        let skip = skip.min(self.count);
+        let input = crate::stages::single_input(inputs, "take")?.skipping(skip);
+        let upstream = input.open()?;
+        let skipped = input.skipped();
+        let left = self.count - skipped;
+        Ok((
+            Box::new(TakeStream {
+                upstream: (left > 0 && skipped == skip).then_some(upstream),
+                left,
+            }),
+            skipped,
+        ))
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -31,6 +31,16 @@ impl Stage for ZipSpec {
         }))
     }
 
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        // One output per input: skip inputs without doing this stage's work.
+        crate::stage::build_one_to_one(self, inputs, ctx, skip)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -1,0 +1,159 @@
+//! Checkpoints: where an iteration is, in a few numbers, to resume it exactly.
+//!
+//! A pipeline's output is a function of its definition, its seed and its epoch (every
+//! random decision is keyed by seed, epoch, stage and element id, and deterministic stages
+//! keep their order at any thread count). So a position in a run is fully described by
+//! the pipeline's fingerprint, the seed, the epoch and how many elements were yielded: a
+//! [`Checkpoint`] holds exactly that, a few dozen bytes whatever the buffer sizes.
+//!
+//! [`Dataset::resume`](crate::Dataset::resume) rebuilds the pipeline for that seed and
+//! epoch and fast-forwards it to the position. Buffers are not stored but re-derived: each
+//! stage skips its first outputs as cheaply as it can ([`Stage::build_from`]): 1:1 maps
+//! (`map`, `parse_example`, `image_ops`) pass the skip to their input without running
+//! their work, `batch` and `padded_batch` skip `n × batch_size` inputs, `prefetch`, `take`,
+//! `skip`, `repeat`, `zip` and `concatenate` do the arithmetic, `range` and in-memory
+//! sources jump, and a global shuffle moves its permutation cursor. Other stages (`shuffle`,
+//! `filter`, `interleave`, `tfrecord`, `unbatch`, `cache`, `sample_from`, plugin stages)
+//! replay their input: a `shuffle` refills its buffer from the re-read records, which
+//! costs reading, not decoding, when the shuffle sits before the expensive maps, as usual.
+//!
+//! ```
+//! use sluice_core::prelude::*;
+//! use sluice_core::Checkpoint;
+//!
+//! # fn main() -> sluice_core::Result<()> {
+//! let pipeline = || {
+//!     Dataset::range(0, 100)
+//!         .shuffle(10)
+//!         .batch(4)
+//!         .with_options(Options::default().with_seed(7))
+//! };
+//! // What an uninterrupted first epoch gives.
+//! let all: Vec<Element> = pipeline().collect()?;
+//!
+//! let dataset = pipeline();
+//!
+//! // Stop after 5 batches and save where we are.
+//! let mut it = dataset.iter()?;
+//! let first: Vec<Element> = it.by_ref().take(5).collect::<Result<_>>()?;
+//! let json = it.checkpoint()?.to_json();
+//! drop(it);
+//!
+//! // Later (another process): resume; the rest is exactly what was left.
+//! let resumed = pipeline().resume(&Checkpoint::from_json(&json)?)?;
+//! let rest: Vec<Element> = resumed.collect::<Result<_>>()?;
+//! assert_eq!(first.len() + rest.len(), all.len());
+//! assert_eq!(rest[0].tensor("value"), all[5].tensor("value"));
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The checkpoint format's version; a checkpoint of another version is refused.
+pub const CHECKPOINT_VERSION: u32 = 1;
+
+/// Where an iteration of a pipeline is (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// [`CHECKPOINT_VERSION`] when written.
+    pub version: u32,
+    /// The pipeline's [`resume fingerprint`](crate::Dataset::resume_fingerprint): its
+    /// stages and parameters, without thread counts and buffer sizes.
+    pub fingerprint: String,
+    /// The seed of every random decision.
+    pub seed: u64,
+    /// The epoch (the dataset's iteration count when it was started).
+    pub epoch: u64,
+    /// Elements the iterator had yielded in this epoch.
+    pub position: u64,
+}
+
+impl Checkpoint {
+    /// The checkpoint as one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a checkpoint serializes")
+    }
+
+    /// Reads a checkpoint from JSON (of this version).
+    pub fn from_json(text: &str) -> Result<Checkpoint> {
+        let cp: Checkpoint = serde_json::from_str(text)
+            .map_err(|e| Error::Checkpoint(format!("not a Sluice checkpoint: {e}")))?;
+        if cp.version != CHECKPOINT_VERSION {
+            return Err(Error::Checkpoint(format!(
+                "version {} (this Sluice reads version {CHECKPOINT_VERSION})",
+                cp.version
+            )));
+        }
+        Ok(cp)
+    }
+
+    /// Writes the checkpoint to `path` atomically (a temporary file beside it, renamed).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = std::path::PathBuf::from(tmp);
+        std::fs::write(&tmp, self.to_json() + "\n").map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    /// Reads a checkpoint written by [`Checkpoint::save`].
+    pub fn load(path: &Path) -> Result<Checkpoint> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Checkpoint::from_json(&text)
+            .map_err(|e| Error::Checkpoint(format!("{}: {e}", path.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_round_trips_and_other_versions_are_refused() {
+        let cp = Checkpoint {
+            version: CHECKPOINT_VERSION,
+            fingerprint: "abc".into(),
+            seed: u64::MAX,
+            epoch: 3,
+            position: 12345,
+        };
+        assert_eq!(Checkpoint::from_json(&cp.to_json()).unwrap(), cp);
+        let old = Checkpoint { version: 0, ..cp };
+        let err = Checkpoint::from_json(&old.to_json())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("version 0"), "{err}");
+        assert!(Checkpoint::from_json("{}").is_err());
+    }
+
+    #[test]
+    fn save_and_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.ckpt");
+        let cp = Checkpoint {
+            version: CHECKPOINT_VERSION,
+            fingerprint: "f".into(),
+            seed: 1,
+            epoch: 0,
+            position: 9,
+        };
+        cp.save(&path).unwrap();
+        assert_eq!(Checkpoint::load(&path).unwrap(), cp);
+        std::fs::write(&path, "garbage").unwrap();
+        let err = Checkpoint::load(&path).unwrap_err().to_string();
+        assert!(err.contains("run.ckpt"), "{err}");
+    }
+}
