@@ -6,14 +6,19 @@ use std::fs;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sluice_core::pipeline_file::PipelineFile;
-use sluice_core::{Dataset, Element, PipelineStats, StageStats, Tensor, TensorData, Value};
+use sluice_core::{
+    Checkpoint, Dataset, Element, PipelineIter, PipelineStats, StageStats, Tensor, TensorData,
+    Value,
+};
 use sluice_proto::example::{BytesList, Feature, Features, FloatList, Int64List, feature::Kind};
 use sluice_proto::tfrecord::{Compression, TfRecordWriter};
 use sluice_proto::{Example, TfMessage};
@@ -93,6 +98,34 @@ pub(crate) struct RunArgs {
     /// Use this seed instead of the file's.
     #[arg(long, value_name = "SEED")]
     seed: Option<u64>,
+
+    /// Write a checkpoint of the run to FILE every --checkpoint-every seconds, at the end
+    /// of each epoch, and on Ctrl-C (then stop with exit status 130).
+    #[arg(long, value_name = "FILE", conflicts_with = "output")]
+    checkpoint: Option<PathBuf>,
+
+    /// Seconds between periodic checkpoints.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 30.0,
+        requires = "checkpoint"
+    )]
+    checkpoint_every: f64,
+
+    /// Continue the run a checkpoint was written for (with the same pipeline file and
+    /// options): the elements that follow are exactly those the run would have produced.
+    #[arg(long, value_name = "FILE", conflicts_with = "output")]
+    resume: Option<PathBuf>,
+
+    /// Write a SHA-256 of every pipeline element (its id and values' bytes) to FILE, one
+    /// line each, to compare runs; appended to when resuming.
+    #[arg(long, value_name = "FILE")]
+    digests: Option<PathBuf>,
+
+    /// Testing: stop as on Ctrl-C after N elements.
+    #[arg(long, value_name = "N", hide = true)]
+    stop_after: Option<u64>,
 }
 
 /// The final JSON object of `--json` (also part of `sluice demo --json`).
@@ -109,6 +142,11 @@ pub(crate) struct Summary<'a> {
     bottleneck: Option<String>,
     stages: &'a [StageStats],
     output: Option<OutputSummary>,
+    /// What autotune changed or tried (see `sluice_core::autotune`).
+    autotune: &'a [sluice_core::autotune::Decision],
+    /// Set when Ctrl-C stopped the run after this many pipeline elements (a checkpoint was
+    /// written).
+    interrupted: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -133,6 +171,8 @@ impl<'a> Summary<'a> {
             bottleneck: ran.stats.bottleneck().map(|s| s.name.clone()),
             stages: &ran.stats.stages,
             output: None,
+            autotune: &ran.stats.autotune,
+            interrupted: None,
         }
     }
 }
@@ -149,11 +189,15 @@ pub(crate) struct Ran {
     pub(crate) seconds: f64,
     /// The statistics of every epoch together (see [`merge`]).
     pub(crate) stats: PipelineStats,
+    /// Stopped early (Ctrl-C) after this many elements of the run, a checkpoint written.
+    pub(crate) interrupted: Option<u64>,
+    /// `elements` counted by this process (a resumed run counts the checkpoint's too).
+    pub(crate) elements_here: u64,
 }
 
 impl Ran {
     pub(crate) fn elements_per_s(&self) -> f64 {
-        self.elements as f64 / self.seconds.max(1e-9)
+        self.elements_here as f64 / self.seconds.max(1e-9)
     }
 }
 
@@ -165,31 +209,178 @@ pub(crate) fn run_epochs(
     batched: bool,
     epochs: u64,
     take: Option<u64>,
+    each: impl FnMut(&Element) -> Result<()>,
+) -> Result<Ran> {
+    run_epochs_with(
+        dataset,
+        batched,
+        epochs,
+        take,
+        &Checkpointing::default(),
+        each,
+    )
+}
+
+/// `sluice run`'s checkpointing: where to write checkpoints and how often, what to resume
+/// from, and when to stop early.
+#[derive(Debug, Default)]
+pub(crate) struct Checkpointing {
+    /// Write checkpoints here (`--checkpoint`).
+    pub(crate) path: Option<PathBuf>,
+    /// How often.
+    pub(crate) every: Duration,
+    /// Continue this run (`--resume`).
+    pub(crate) resume: Option<RunCheckpoint>,
+    /// Set by Ctrl-C: write a checkpoint and stop.
+    pub(crate) interrupted: Arc<AtomicBool>,
+    /// Stop as if interrupted after this many elements of this process (tests).
+    pub(crate) stop_after: Option<u64>,
+    /// Write a digest of every element here, one line each (`--digests`).
+    pub(crate) digests: Option<PathBuf>,
+}
+
+/// What `sluice run --checkpoint` writes: where the run is (epoch of the run, elements
+/// taken so far) and the pipeline's own [`Checkpoint`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunCheckpoint {
+    /// The epoch of the run (0-based) the checkpoint is in; `epochs` when the run ended.
+    pub(crate) epoch_index: u64,
+    /// Pipeline elements yielded so far in the run (what `--take` counts).
+    pub(crate) taken: u64,
+    /// Rows (or elements) so far.
+    pub(crate) elements: u64,
+    /// Batches so far.
+    pub(crate) batches: u64,
+    /// The pipeline's position.
+    pub(crate) checkpoint: Checkpoint,
+}
+
+impl RunCheckpoint {
+    fn save(&self, path: &Path) -> Result<()> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        fs::write(&tmp, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("cannot write the checkpoint {}", tmp.display()))?;
+        fs::rename(&tmp, path)
+            .with_context(|| format!("cannot write the checkpoint {}", path.display()))
+    }
+
+    pub(crate) fn load(path: &Path) -> Result<RunCheckpoint> {
+        let text = fs::read_to_string(path)
+            .with_context(|| format!("cannot read the checkpoint {}", path.display()))?;
+        let cp: RunCheckpoint = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a sluice run checkpoint", path.display()))?;
+        // The pipeline's part is checked by its own reader (version).
+        Checkpoint::from_json(&cp.checkpoint.to_json())
+            .with_context(|| format!("{}", path.display()))?;
+        Ok(cp)
+    }
+}
+
+/// A SHA-256 of an element: its id and every value's name, dtype, shape and bytes.
+fn element_digest(e: &Element) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(e.id().to_string().as_bytes());
+    let mut names: Vec<&str> = e.iter().map(|(n, _)| n).collect();
+    names.sort_unstable();
+    for name in names {
+        h.update(name.as_bytes());
+        h.update([0]);
+        match e.get(name) {
+            Some(Value::Dense(t)) => {
+                h.update(format!("{:?}{:?}", t.data().dtype(), t.shape()).as_bytes());
+                match t.data() {
+                    TensorData::U8(v) => h.update(v),
+                    TensorData::I32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+                    TensorData::I64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+                    TensorData::F32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+                    TensorData::F64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+                    TensorData::Bytes(v) => v.iter().for_each(|b| {
+                        h.update((b.len() as u64).to_le_bytes());
+                        h.update(b);
+                    }),
+                }
+            }
+            other => h.update(format!("{other:?}").as_bytes()),
+        }
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// [`run_epochs`] with checkpointing.
+pub(crate) fn run_epochs_with(
+    dataset: &Dataset,
+    batched: bool,
+    epochs: u64,
+    take: Option<u64>,
+    ckpt: &Checkpointing,
     mut each: impl FnMut(&Element) -> Result<()>,
 ) -> Result<Ran> {
     let bar = progress_bar();
     let started = Instant::now();
-    let (mut elements, mut batches, mut taken) = (0u64, 0u64, 0u64);
+    let resume = ckpt.resume.clone();
+    let (first_epoch, mut elements, mut batches, mut taken) = match &resume {
+        Some(r) => (r.epoch_index, r.elements, r.batches, r.taken),
+        None => (0, 0, 0, 0),
+    };
+    let mut digests = match &ckpt.digests {
+        Some(path) => Some(BufWriter::new(
+            fs::OpenOptions::new()
+                .create(true)
+                .append(resume.is_some())
+                .write(true)
+                .truncate(resume.is_none())
+                .open(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        )),
+        None => None,
+    };
     let mut stats = Vec::new();
     let limit = take.unwrap_or(u64::MAX);
-    for epoch in 0..epochs {
+    let mut last_save = Instant::now();
+    let mut interrupted = None;
+    let mut this_process = 0u64;
+    'epochs: for epoch in first_epoch..epochs {
         if taken >= limit {
             break;
         }
-        let mut iter = match dataset.iter() {
+        let opened = match &resume {
+            Some(r) if epoch == first_epoch => dataset.resume(&r.checkpoint),
+            _ => dataset.iter(),
+        };
+        let mut iter = match opened {
             Ok(iter) => iter,
             Err(e) => {
                 bar.finish_and_clear();
                 return Err(e.into());
             }
         };
+        let save = |iter: &PipelineIter, taken, elements, batches| -> Result<()> {
+            if let Some(path) = &ckpt.path {
+                RunCheckpoint {
+                    epoch_index: epoch,
+                    taken,
+                    elements,
+                    batches,
+                    checkpoint: iter.checkpoint()?,
+                }
+                .save(path)?;
+            }
+            Ok(())
+        };
         let mut failure = None;
-        for item in iter.by_ref() {
+        while let Some(item) = iter.next() {
             let handled =
                 item.map_err(|e| anyhow::Error::new(e).context(format!("epoch {}", epoch + 1)));
             let handled = handled.and_then(|element| {
                 let rows = if batched { batch_rows(&element)? } else { 1 };
                 each(&element)?;
+                if let Some(out) = digests.as_mut() {
+                    writeln!(out, "{}", element_digest(&element))?;
+                }
                 Ok(rows)
             });
             match handled {
@@ -206,16 +397,55 @@ pub(crate) fn run_epochs(
                 }
             }
             taken += 1;
+            this_process += 1;
+            let stop = ckpt.interrupted.load(Ordering::Relaxed)
+                || ckpt.stop_after.is_some_and(|n| this_process >= n);
+            if stop || (ckpt.path.is_some() && last_save.elapsed() >= ckpt.every) {
+                if let Some(out) = digests.as_mut() {
+                    out.flush()?;
+                }
+                if let Err(e) = save(&iter, taken, elements, batches) {
+                    bar.finish_and_clear();
+                    return Err(e);
+                }
+                last_save = Instant::now();
+            }
+            if stop {
+                interrupted = Some(taken);
+                stats.push(iter.stats());
+                break 'epochs;
+            }
             if taken >= limit {
                 break;
             }
         }
         stats.push(iter.stats());
+        if failure.is_none() {
+            // The end of an epoch: a checkpoint at the start of the next.
+            if let Some(path) = &ckpt.path {
+                let mut next = iter.checkpoint()?;
+                next.epoch += 1;
+                next.position = 0;
+                let end_of_take = taken >= limit;
+                RunCheckpoint {
+                    epoch_index: if end_of_take { epochs } else { epoch + 1 },
+                    taken,
+                    elements,
+                    batches,
+                    checkpoint: next,
+                }
+                .save(path)?;
+                last_save = Instant::now();
+            }
+        }
         drop(iter);
         if let Some(e) = failure {
             bar.finish_and_clear();
             return Err(e);
         }
+    }
+    if let Some(out) = digests.as_mut() {
+        out.flush()?;
     }
     bar.finish_and_clear();
     Ok(Ran {
@@ -224,6 +454,8 @@ pub(crate) fn run_epochs(
         batches,
         seconds: started.elapsed().as_secs_f64(),
         stats: merge(&stats),
+        interrupted,
+        elements_here: elements - resume.as_ref().map_or(0, |r| r.elements),
     })
 }
 
@@ -245,11 +477,28 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         Some(dir) => Some(Shards::create(dir, args.shards)?),
         None => None,
     };
-    let ran = run_epochs(
+    let ckpt = Checkpointing {
+        path: args.checkpoint.clone(),
+        every: Duration::from_secs_f64(args.checkpoint_every.max(0.0)),
+        resume: match &args.resume {
+            Some(path) => Some(RunCheckpoint::load(path)?),
+            None => None,
+        },
+        interrupted: Arc::default(),
+        stop_after: args.stop_after,
+        digests: args.digests.clone(),
+    };
+    if args.checkpoint.is_some() {
+        let flag = Arc::clone(&ckpt.interrupted);
+        ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+            .context("cannot handle Ctrl-C")?;
+    }
+    let ran = run_epochs_with(
         &dataset,
         batched,
         args.epochs,
         args.take,
+        &ckpt,
         |element| match output.as_mut() {
             Some(out) => out.write(element, batched),
             None => Ok(()),
@@ -274,6 +523,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         shards: args.shards,
         records,
     });
+    summary.interrupted = ran.interrupted;
     let mut out = io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&summary)?)?;
@@ -281,6 +531,16 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         print_report(&mut out, &summary, &ran.stats)?;
     }
     out.flush()?;
+    if ran.interrupted.is_some() {
+        if let Some(path) = &args.checkpoint {
+            eprintln!(
+                "sluice run: interrupted; checkpoint written to {p}; continue with: sluice run {} --resume {p}",
+                args.pipeline.display(),
+                p = path.display()
+            );
+        }
+        return Ok(ExitCode::from(130));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

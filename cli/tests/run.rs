@@ -379,3 +379,142 @@ fn shards_without_output_is_a_usage_error() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--output"), "{stderr}");
 }
+
+/// A shuffling, augmenting, batching pipeline with `threads` image workers.
+fn augmenting(threads: &str) -> String {
+    format!(
+        "{PARSE}
+[[stage]]
+kind = \"shuffle\"
+buffer_size = 7
+
+[[stage]]
+kind = \"image_ops\"
+num_parallel = {threads}
+ops = [
+  {{ op = \"decode\", channels = 3 }},
+  {{ op = \"random_crop\", height = 64, width = 64 }},
+  {{ op = \"random_flip_left_right\", p = 0.5 }},
+  {{ op = \"random_brightness\", max_delta = 0.1 }},
+]
+
+[[stage]]
+kind = \"batch\"
+batch_size = 3
+
+[[stage]]
+kind = \"prefetch\"
+buffer_size = \"auto\"
+"
+    )
+}
+
+#[test]
+fn a_run_stopped_with_a_checkpoint_resumes_with_exactly_the_rest() {
+    let data = data(false);
+    let work = tempfile::tempdir().unwrap();
+    let one = pipeline(work.path(), "one.toml", data.path(), &augmenting("1"));
+    // Other thread counts do not change the elements: the checkpoint fits both files.
+    let two = pipeline(work.path(), "two.toml", data.path(), &augmenting("2"));
+    let all = work.path().join("all.txt");
+    let (code, _, stderr) = run(sluice()
+        .arg("run")
+        .arg(&one)
+        .args(["--epochs", "3", "--digests"])
+        .arg(&all));
+    assert_eq!(code, 0, "{stderr}");
+    let expected = fs::read_to_string(&all).unwrap();
+    // 16 records in batches of 3: 6 batches per epoch.
+    assert_eq!(expected.lines().count(), 18);
+
+    let ckpt = work.path().join("run.ckpt");
+    let part = work.path().join("part.txt");
+    // Stop in the second epoch, mid-shuffle.
+    let (code, _, stderr) = run(sluice()
+        .arg("run")
+        .arg(&one)
+        .args(["--epochs", "3", "--stop-after", "8", "--checkpoint"])
+        .arg(&ckpt)
+        .arg("--digests")
+        .arg(&part));
+    assert_eq!(code, 130, "{stderr}");
+    assert!(stderr.contains("--resume"), "{stderr}");
+    let saved: Value = serde_json::from_str(&fs::read_to_string(&ckpt).unwrap()).unwrap();
+    assert_eq!(saved["epoch_index"], 1);
+    assert_eq!(saved["taken"], 8);
+    assert_eq!(saved["checkpoint"]["position"], 2);
+    assert_eq!(fs::read_to_string(&part).unwrap().lines().count(), 8);
+
+    let (code, stdout, stderr) = run(sluice()
+        .arg("run")
+        .arg(&two)
+        .args(["--epochs", "3", "--json", "--resume"])
+        .arg(&ckpt)
+        .arg("--digests")
+        .arg(&part));
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["batches"], 18, "the whole run's batches");
+    assert_eq!(fs::read_to_string(&part).unwrap(), expected);
+}
+
+#[test]
+fn a_checkpoint_of_another_pipeline_is_refused() {
+    let data = data(false);
+    let work = tempfile::tempdir().unwrap();
+    let file = pipeline(work.path(), "p.toml", data.path(), &augmenting("1"));
+    let ckpt = work.path().join("run.ckpt");
+    let (code, _, stderr) = run(sluice()
+        .arg("run")
+        .arg(&file)
+        .args(["--stop-after", "1", "--checkpoint"])
+        .arg(&ckpt));
+    assert_eq!(code, 130, "{stderr}");
+    let other = pipeline(work.path(), "q.toml", data.path(), PARSE);
+    let (code, _, stderr) = run(sluice().arg("run").arg(&other).arg("--resume").arg(&ckpt));
+    assert_eq!(code, 1);
+    assert!(stderr.contains("another pipeline"), "{stderr}");
+    // And checkpoints do not mix with --output (shards cannot be appended to).
+    let (code, _, stderr) = run(sluice()
+        .arg("run")
+        .arg(&file)
+        .arg("--resume")
+        .arg(&ckpt)
+        .arg("--output")
+        .arg(work.path()));
+    assert_eq!(code, 2, "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_writes_a_checkpoint_and_stops() {
+    let data = data(false);
+    let work = tempfile::tempdir().unwrap();
+    let file = pipeline(work.path(), "p.toml", data.path(), &augmenting("1"));
+    let ckpt = work.path().join("run.ckpt");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("run")
+        .arg(&file)
+        .args(["--epochs", "1000000", "--checkpoint"])
+        .arg(&ckpt)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it run past an epoch or two, then interrupt it as a terminal would.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ckpt.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("checkpoint written to"), "{stderr}");
+    let saved: Value = serde_json::from_str(&fs::read_to_string(&ckpt).unwrap()).unwrap();
+    assert!(saved["taken"].as_u64().unwrap() >= 6, "{saved}");
+}
