@@ -492,7 +492,7 @@ fn ctrl_c_writes_a_checkpoint_and_stops() {
     let work = tempfile::tempdir().unwrap();
     let file = pipeline(work.path(), "p.toml", data.path(), &augmenting("1"));
     let ckpt = work.path().join("run.ckpt");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
         .arg("run")
         .arg(&file)
         .args(["--epochs", "1000000", "--checkpoint"])
