@@ -12,8 +12,9 @@
 //!    measured, then one step up (one more thread, or a buffer twice as large); a step
 //!    is kept only when the throughput rises by more than [`GAIN`] in two windows in a
 //!    row, and then the next step up is tried; otherwise one step down is tried the same
-//!    way (except on the bottleneck stage, which is never given less), and the knob goes
-//!    back to where it was if neither helped.
+//!    way (except on the bottleneck stage, which is never given less; a stage whose
+//!    threads are busy less than 10% of the time is tried at its minimum at once), and the
+//!    knob goes back to where it was if neither helped.
 //! 3. A round that changed nothing is followed by a pause (1 s, doubling to 8 s) before the
 //!    knobs are tried again, so the tuner follows a run whose costs change. A direction
 //!    that did not help sits out the next 1, 2, 4, ... 16 rounds (a probe of a worse
@@ -63,6 +64,8 @@ pub const MIN_ELEMENTS: u64 = 512;
 pub const GAIN: f64 = 0.03;
 /// The largest `prefetch` buffer autotune chooses, in elements.
 pub const MAX_BUFFER: usize = 64;
+/// Below this busy fraction a stage's threads are tried away all at once.
+const IDLE_BUSY: f64 = 0.1;
 /// Time for a change to take effect before its window starts.
 const SETTLE: Duration = Duration::from_millis(30);
 /// How often the tuner wakes while waiting.
@@ -564,7 +567,18 @@ impl Tuner {
             if self.backing_off(knob, up) {
                 continue;
             }
-            while let Some(next) = Self::step(knob.kind, knob.get(), up, (lo, hi)) {
+            // A stage whose threads are nearly idle is tried without them at once: its work
+            // fits on its consumer's thread, and one step at a time may each gain too
+            // little to tell from noise.
+            let mut jump = (!up && knob.kind == KnobKind::NumParallel && knob.get() > lo + 1)
+                .then(|| self.busy_fraction(knob))
+                .flatten()
+                .filter(|&busy| busy < IDLE_BUSY)
+                .map(|_| lo);
+            while let Some(next) = jump
+                .take()
+                .or_else(|| Self::step(knob.kind, knob.get(), up, (lo, hi)))
+            {
                 let from = knob.get();
                 knob.set(next);
                 // Whatever happens, a probe does not outlive the tuner.
@@ -622,6 +636,16 @@ impl Tuner {
             }
         }
         Ok(changed)
+    }
+
+    /// The busy fraction of the knob's stage's threads so far.
+    fn busy_fraction(&self, knob: &Knob) -> Option<f64> {
+        self.stats
+            .snapshot()
+            .stages
+            .iter()
+            .find(|s| s.index == knob.stage_index)
+            .map(|s| s.busy_fraction)
     }
 
     /// Whether `knob`'s `up` (or down) direction sits this round out; counts the round.

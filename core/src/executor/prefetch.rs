@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, bounded, select};
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TryRecvError, bounded, select};
 
 use crate::autotune::Knob;
 use crate::element::Element;
@@ -20,13 +20,19 @@ use crate::stream::{BoxStream, ElementStream};
 
 type Chunk = Vec<Result<Element>>;
 
+/// How long a producer blocked on a full buffer waits before it checks for a stop.
+const STOP_POLL: Duration = Duration::from_millis(5);
+
+/// What the producer thread hands back when stopped: the chunk it held and the upstream.
+type Handback = Option<(Chunk, BoxStream)>;
+
 /// The consumer side of a prefetching thread.
 pub(crate) struct PrefetchStream {
     rx: Receiver<Chunk>,
     current: VecDeque<Result<Element>>,
     ended: bool,
     stop: Option<Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<Handback>>,
     ctx: BuildContext,
     capacity: usize,
     chunk: usize,
@@ -59,6 +65,9 @@ impl PrefetchStream {
             .name(format!("sluice-{}", ctx.stage_label()))
             .spawn(move || {
                 let shutdown = tctx.shutdown().clone();
+                // Stopped by `into_inner` (the stop channel disconnects): hand back what was
+                // pulled and the upstream.
+                let stopped = || matches!(stop_rx.try_recv(), Err(TryRecvError::Disconnected));
                 let mut ended = false;
                 while !ended {
                     let t = Instant::now();
@@ -70,26 +79,40 @@ impl PrefetchStream {
                         tctx.metrics().add_wait_upstream(t.elapsed());
                     }
                     if items.is_empty() {
-                        return;
+                        return None;
                     }
                     let t = Instant::now();
                     // Autotune's size for the buffer, below the channel's room.
                     if let Some(knob) = &knob {
                         while tx.len() >= knob.get() {
-                            select! {
-                                recv(stop_rx) -> _ => return,
-                                recv(shutdown.channel()) -> _ => return,
-                                default(Duration::from_micros(200)) => {}
+                            if shutdown.is_set() {
+                                return None;
+                            }
+                            if stopped() {
+                                return Some((items, upstream));
+                            }
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                    }
+                    let mut pending = items;
+                    loop {
+                        match tx.send_timeout(pending, STOP_POLL) {
+                            Ok(()) => break,
+                            Err(SendTimeoutError::Disconnected(_)) => return None,
+                            Err(SendTimeoutError::Timeout(back)) => {
+                                if shutdown.is_set() {
+                                    return None;
+                                }
+                                if stopped() {
+                                    return Some((back, upstream));
+                                }
+                                pending = back;
                             }
                         }
                     }
-                    select! {
-                        send(tx, items) -> r => if r.is_err() { return },
-                        recv(stop_rx) -> _ => return,
-                        recv(shutdown.channel()) -> _ => return,
-                    }
                     tctx.metrics().add_wait_downstream(t.elapsed());
                 }
+                None
             })
             .expect("spawn prefetch thread");
         PrefetchStream {
@@ -115,6 +138,26 @@ impl PrefetchStream {
                 self.ended = true;
                 None
             }
+        }
+    }
+}
+
+impl PrefetchStream {
+    /// Stops the thread and returns, in order, the elements it had read ahead and the
+    /// upstream to go on reading on the caller's thread (`None` if it had ended).
+    pub(crate) fn into_inner(mut self) -> (VecDeque<Result<Element>>, Option<BoxStream>) {
+        self.stop = None;
+        let held = self.thread.take().and_then(|t| t.join().ok()).flatten();
+        let mut items = std::mem::take(&mut self.current);
+        while let Ok(chunk) = self.rx.try_recv() {
+            items.extend(chunk);
+        }
+        match held {
+            Some((chunk, upstream)) => {
+                items.extend(chunk);
+                (items, Some(upstream))
+            }
+            None => (items, None),
         }
     }
 }

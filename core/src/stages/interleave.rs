@@ -1,6 +1,7 @@
 //! `interleave`: read several files at once, cycling through them in blocks.
 
 use std::any::Any;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -103,8 +104,11 @@ impl Stage for InterleaveStage {
         let budget = ctx.options().cpu_budget.max(1);
         let (threads, knob) = match self.spec.num_parallel {
             NumParallel::Auto => {
+                // From every file on its own thread down to none (all read on the
+                // consumer's thread, which is fastest when reading is cheap next to the
+                // stages after it).
                 let most = budget.min(self.spec.cycle_length);
-                let knob = ctx.autotuned(KnobKind::NumParallel, most, (1, most));
+                let knob = ctx.autotuned(KnobKind::NumParallel, most, (0, most));
                 (most, Some(knob))
             }
             n => (n.workers(budget).min(self.spec.cycle_length), None),
@@ -140,14 +144,19 @@ impl Stage for InterleaveStage {
 }
 
 enum Slot {
-    Inline(BoxStream),
+    /// Read on the consumer's thread: first what a reading thread had read ahead (when
+    /// autotune took the thread away), then the file.
+    Inline(VecDeque<Result<Element>>, Option<BoxStream>),
     Threaded(PrefetchStream),
 }
 
 impl Slot {
     fn next(&mut self) -> Option<Result<Element>> {
         match self {
-            Slot::Inline(s) => s.next(),
+            Slot::Inline(ahead, s) => match ahead.pop_front() {
+                Some(item) => Some(item),
+                None => s.as_mut()?.next(),
+            },
             Slot::Threaded(s) => s.next(),
         }
     }
@@ -189,7 +198,7 @@ impl InterleaveStream {
                     self.slots[slot] = Some(if slot < self.threads() {
                         self.threaded(s)
                     } else {
-                        Slot::Inline(s)
+                        Slot::Inline(VecDeque::new(), Some(s))
                     });
                     return Ok(true);
                 }
@@ -278,17 +287,23 @@ impl ElementStream for InterleaveStream {
                     Err(e) => return Some(Err(e)),
                 }
             }
-            // Autotune raised the number of reading threads: this file gets one now.
-            if i < self.threads()
-                && matches!(self.slots[i], Some(Slot::Inline(_)))
-                && let Some(Slot::Inline(s)) = self.slots[i].take()
-            {
-                self.slots[i] = Some(self.threaded(s));
+            // Autotune changed the number of reading threads: this file gets one now, or
+            // gives its thread up (keeping what it had read ahead).
+            let wanted = i < self.threads();
+            match self.slots[i].take() {
+                Some(Slot::Inline(ahead, Some(s))) if wanted && ahead.is_empty() => {
+                    self.slots[i] = Some(self.threaded(s));
+                }
+                Some(Slot::Threaded(t)) if !wanted => {
+                    let (ahead, s) = t.into_inner();
+                    self.slots[i] = Some(Slot::Inline(ahead, s));
+                }
+                other => self.slots[i] = other,
             }
             let slot = self.slots[i].as_mut().expect("open slot");
             // In parallel mode the stage is not timed as inline: time the files it reads on
             // the consumer's thread here.
-            let timed = self.parallel && matches!(slot, Slot::Inline(_));
+            let timed = self.parallel && matches!(slot, Slot::Inline(..));
             let t = timed.then(std::time::Instant::now);
             let item = slot.next();
             if let Some(t) = t {
