@@ -1,8 +1,10 @@
 //! Autotuning: `num_parallel = "auto"` and `prefetch("auto")` chosen while the pipeline runs.
 //!
 //! Every stage asked for `auto` registers a [`Knob`]: the worker threads of a parallel stage
-//! (`map`, `filter`, `image_ops`, `map_chunks`, `batch`, plugin stages), the reading threads of
-//! an `interleave`, or the buffer of a `prefetch`. One tuner thread per running pipeline
+//! (`map`, `filter`, `image_ops`, `map_chunks`, `batch`, plugin stages; they start at the
+//! CPU budget), the reading threads of an `interleave` (from 0, every file read on the
+//! consumer's thread, to one per open file; they start at 0), or the buffer of a `prefetch`
+//! (it starts at two elements per CPU). One tuner thread per running pipeline
 //! measures the pipeline's throughput and hill-climbs one knob at a time:
 //!
 //! 1. Warm-up: the first [`WARMUP`] of the run (and at least [`MIN_ELEMENTS`] elements) are

@@ -104,11 +104,12 @@ impl Stage for InterleaveStage {
         let budget = ctx.options().cpu_budget.max(1);
         let (threads, knob) = match self.spec.num_parallel {
             NumParallel::Auto => {
-                // From every file on its own thread down to none (all read on the
-                // consumer's thread, which is fastest when reading is cheap next to the
-                // stages after it).
+                // From none (every file read on the consumer's thread, the fastest when
+                // reading is cheap next to the stages after it, as from local disk or the
+                // page cache) up to every open file on its own thread: autotune starts at
+                // none and adds threads when they measurably help (slow storage).
                 let most = budget.min(self.spec.cycle_length);
-                let knob = ctx.autotuned(KnobKind::NumParallel, most, (0, most));
+                let knob = ctx.autotuned(KnobKind::NumParallel, 0, (0, most));
                 (most, Some(knob))
             }
             n => (n.workers(budget).min(self.spec.cycle_length), None),
