@@ -19,7 +19,7 @@
 //!    knob goes back to where it was if neither helped.
 //! 3. A round that changed nothing is followed by a pause (1 s, doubling to 8 s) before the
 //!    knobs are tried again, so the tuner follows a run whose costs change. A direction
-//!    that did not help sits out the next 1, 2, 4, ... 16 rounds (a probe of a worse
+//!    that did not help sits out the next 2, 4, 8, then 16 rounds (a probe of a worse
 //!    setting costs throughput while it is measured), and a `prefetch` buffer that its
 //!    consumer finds nearly empty is left alone (its input is the slower side: no size
 //!    changes the pace).
@@ -498,7 +498,7 @@ impl Tuner {
     }
 
     /// Tries `knob` up, then (unless its stage is the bottleneck) down; returns whether it
-    /// changed. A direction that did not help is skipped for the next 1, 2, 4, ... 16
+    /// changed. A direction that did not help is skipped for the next 2, 4, 8 or 16
     /// rounds (probes of worse settings cost throughput); a buffer that its consumer
     /// always finds (nearly) empty is not probed (its input is slower: neither a bigger nor
     /// a smaller one changes the pace).
@@ -668,7 +668,7 @@ impl Tuner {
         if helped {
             *state = Backoff::default();
         } else {
-            state.penalty = (state.penalty * 2).clamp(1, 16);
+            state.penalty = (state.penalty * 2).clamp(2, 16);
             state.skip = state.penalty;
         }
     }
