@@ -376,18 +376,29 @@ fn buffers_and_caches_respect_the_ram_budget() {
 fn interleave_reading_threads_stay_within_the_cpu_budget() {
     let f = fixtures();
     for (budget, want) in [(1, 1), (3, 3), (8, 4)] {
-        let ds = Dataset::tfrecord([format!("{f}/images.tfrecord-*")])
-            .unwrap()
-            .interleave(InterleaveSpec::new(4).num_parallel(NumParallel::Auto))
-            .with_options(Options::default().with_cpu_budget(budget));
-        assert_eq!(ds.iter().unwrap().count(), 32);
-        let stats = ds.stats().unwrap();
-        let interleave = stats
-            .stages
-            .iter()
-            .find(|s| s.name == "interleave")
-            .unwrap();
-        assert_eq!(interleave.workers, want, "cpu budget {budget}");
+        for np in [NumParallel::Fixed(16), NumParallel::Auto] {
+            let ds = Dataset::tfrecord([format!("{f}/images.tfrecord-*")])
+                .unwrap()
+                .interleave(InterleaveSpec::new(4).num_parallel(np))
+                .with_options(Options::default().with_cpu_budget(budget));
+            assert_eq!(ds.iter().unwrap().count(), 32);
+            let stats = ds.stats().unwrap();
+            let interleave = stats
+                .stages
+                .iter()
+                .find(|s| s.name == "interleave")
+                .unwrap();
+            match np {
+                NumParallel::Fixed(_) => {
+                    assert_eq!(interleave.workers, want, "cpu budget {budget}")
+                }
+                // Autotune starts with no reading threads and never exceeds the budget.
+                _ => {
+                    assert!(interleave.workers <= want, "cpu budget {budget}");
+                    assert!(stats.tuned.iter().all(|(_, _, v)| *v <= want as usize));
+                }
+            }
+        }
     }
 }
 
