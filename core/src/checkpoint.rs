@@ -11,9 +11,10 @@
 //! stage skips its first outputs as cheaply as it can ([`Stage::build_from`]): 1:1 maps
 //! (`map`, `parse_example`, `image_ops`) pass the skip to their input without running
 //! their work, `batch` and `padded_batch` skip `n × batch_size` inputs, `prefetch`, `take`,
-//! `skip`, `repeat`, `zip` and `concatenate` do the arithmetic, and `range` and in-memory
-//! sources jump. Other stages (`shuffle`, `filter`, `interleave`, `tfrecord`, the global
-//! shuffle, `unbatch`, `cache`, `sample_from`, plugin stages) replay their input: a
+//! `skip`, `repeat`, `zip` and `concatenate` do the arithmetic, `range` and in-memory
+//! sources jump, and a global shuffle starts reading at its position in the permutation
+//! (after indexing, which it finds done). Other stages (`shuffle`, `filter`, `interleave`,
+//! `tfrecord`, `unbatch`, `cache`, `sample_from`, plugin stages) replay their input: a
 //! `shuffle` refills its buffer from the re-read records, which costs reading, not
 //! decoding, when the shuffle sits before the expensive maps, as usual. Under the skip
 //! error policy every stage replays (a skipped failure changes the counts).

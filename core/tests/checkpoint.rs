@@ -39,6 +39,8 @@ enum Source {
     Interleave(usize),
     /// The shards file after file.
     Files,
+    /// A global shuffle of every record, read inline (`None`) or on threads.
+    Global(Option<usize>),
 }
 
 #[derive(Debug, Clone)]
@@ -60,6 +62,7 @@ fn source() -> impl Strategy<Value = Source> {
         (0i64..120).prop_map(Source::Range),
         (1usize..4).prop_map(Source::Interleave),
         Just(Source::Files),
+        prop::option::of(1usize..4).prop_map(Source::Global),
     ]
 }
 
@@ -88,6 +91,14 @@ fn build(source: &Source, ops: &[Op], threads: Option<usize>, buffer: usize) -> 
             .unwrap()
             .interleave(InterleaveSpec::new(*c).num_parallel(np)),
         Source::Files => Dataset::tfrecord(&files).unwrap(),
+        Source::Global(threads) => Dataset::tfrecord_global_shuffle(
+            &files,
+            GlobalShuffleSpec {
+                num_parallel: threads.map_or(NumParallel::Sequential, NumParallel::Fixed),
+                ..GlobalShuffleSpec::default()
+            },
+        )
+        .unwrap(),
     };
     let mut batched = 0;
     for op in ops {
@@ -302,4 +313,31 @@ fn after_an_error_there_is_no_checkpoint() {
     while let Some(Ok(_)) = it.next() {}
     let err = it.checkpoint().unwrap_err().to_string();
     assert!(err.contains("ended with an error"), "{err}");
+}
+
+#[test]
+fn a_global_shuffle_resumes_at_its_position_without_reading_what_came_before() {
+    let files: Vec<String> = shards().1.iter().map(|p| p.display().to_string()).collect();
+    let ds = || {
+        Dataset::tfrecord_global_shuffle(&files, GlobalShuffleSpec::default())
+            .unwrap()
+            .with_options(Options::default().with_seed(4))
+    };
+    let all = run(ds().iter().unwrap());
+    assert_eq!(all.len(), 89);
+    let mut it = ds().iter().unwrap();
+    it.by_ref().take(50).for_each(drop);
+    let checkpoint = it.checkpoint().unwrap();
+    drop(it);
+    let again = ds();
+    let tail = run(again.resume(&checkpoint).unwrap());
+    assert_eq!(&tail[..], &all[50..]);
+    // Only the 39 records after the position were read.
+    let stats = again.stats().unwrap();
+    let global = stats
+        .stages
+        .iter()
+        .find(|s| s.name == "global_shuffle")
+        .unwrap();
+    assert_eq!(global.elements_in, 39);
 }

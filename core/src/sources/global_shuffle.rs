@@ -193,12 +193,9 @@ impl Dataset {
     }
 }
 
-impl Stage for GlobalShuffleStage {
-    fn name(&self) -> &'static str {
-        "global_shuffle"
-    }
-
-    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+impl GlobalShuffleStage {
+    /// The stream of one epoch, not started.
+    fn stream(&self, inputs: &[Input], ctx: &BuildContext) -> Result<GlobalShuffleStream> {
         let [input] = inputs else {
             return Err(Error::invalid(
                 "global_shuffle takes one input: a file list",
@@ -235,14 +232,49 @@ impl Stage for GlobalShuffleStage {
             max_record_len: self.reader.max_record_len,
             skip_bad_data: ctx.error_policy() == ErrorPolicy::Skip,
         };
-        Ok(Box::new(GlobalShuffleStream {
+        Ok(GlobalShuffleStream {
             state: State::Start(input.open()?),
             options,
             threads,
             key,
             cache: Arc::clone(&self.cache),
             ctx: ctx.clone(),
-        }))
+            start_at: 0,
+            total: 0,
+        })
+    }
+}
+
+impl Stage for GlobalShuffleStage {
+    fn name(&self) -> &'static str {
+        "global_shuffle"
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        Ok(Box::new(self.stream(inputs, ctx)?))
+    }
+
+    /// Under the fail policy every position of the permutation is one element: a resume
+    /// indexes the shards and starts reading at the position, reading nothing before it.
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        let mut stream = self.stream(inputs, ctx)?;
+        if ctx.error_policy() != ErrorPolicy::Fail {
+            let mut stream: BoxStream = Box::new(stream);
+            let skipped = crate::stage::discard(&mut stream, skip)?;
+            return Ok((stream, skipped));
+        }
+        stream.start_at = skip;
+        let State::Start(files) = std::mem::replace(&mut stream.state, State::Done) else {
+            unreachable!("a new stream has not started")
+        };
+        stream.start(files)?;
+        let skipped = skip.min(stream.total);
+        Ok((Box::new(stream), skipped))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -439,6 +471,10 @@ struct GlobalShuffleStream {
     key: u64,
     cache: Arc<IndexCache>,
     ctx: BuildContext,
+    /// The first position of the permutation to read (a resume's fast-forward).
+    start_at: u64,
+    /// Records in the epoch, once indexed.
+    total: u64,
 }
 
 impl GlobalShuffleStream {
@@ -517,17 +553,19 @@ impl GlobalShuffleStream {
         let t = Instant::now();
         let shards = Arc::new(self.index(files)?);
         let perm = Permutation::new(shards.len(), self.key);
+        self.total = shards.len();
+        let first = self.start_at.min(self.total);
         if self.threads == 0 {
             self.state = State::Inline {
                 shards,
                 perm,
-                next: 0,
+                next: first,
             };
             return Ok(());
         }
         self.ctx.metrics().add_busy(t.elapsed());
         let n = shards.len();
-        let chunks = n.div_ceil(CHUNK);
+        let chunks = (n - first).div_ceil(CHUNK);
         let threads = self.threads.min(chunks.max(1) as usize);
         let mut rxs = Vec::with_capacity(threads);
         let mut handles = Vec::with_capacity(threads);
@@ -543,7 +581,7 @@ impl GlobalShuffleStream {
                     for c in (w as u64..chunks).step_by(threads) {
                         let t = Instant::now();
                         let mut chunk = Vec::with_capacity(CHUNK as usize);
-                        for p in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                        for p in first + c * CHUNK..(first + (c + 1) * CHUNK).min(n) {
                             let (s, r) = shards.locate(perm.apply(p));
                             match shards.read(s, r, &ctx) {
                                 Ok(e) => chunk.push(Ok(e)),
