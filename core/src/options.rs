@@ -12,7 +12,8 @@ pub enum ErrorPolicy {
     /// The failing element is dropped where it failed, counted in that stage's `skipped`
     /// statistic, and the pipeline goes on. (A TFRecord file with a bad length checksum or a
     /// truncated record cannot be read past that point: the rest of that file is skipped and
-    /// counted as one skip.)
+    /// counted as one skip. A failure that drops several elements at once, a plugin call or
+    /// `map_chunks` chunk or a batch that cannot be assembled, counts each of them.)
     Skip,
 }
 

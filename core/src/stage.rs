@@ -312,11 +312,18 @@ impl BuildContext {
     /// Applies the error policy to an error raised in this stage: `Some(error)` to pass
     /// down the stream (fail), `None` when it was skipped and counted (skip).
     pub fn on_error(&self, error: Error) -> Option<Error> {
+        self.on_error_dropping(error, 1)
+    }
+
+    /// [`BuildContext::on_error`] for an error that drops `n` elements at once (a failed
+    /// chunk of `map_chunks`, a batch that cannot be assembled): under skip, all `n` are
+    /// counted.
+    pub fn on_error_dropping(&self, error: Error, n: u64) -> Option<Error> {
         match self.error_policy() {
             ErrorPolicy::Fail => Some(error),
             ErrorPolicy::Skip => {
-                tracing::debug!(stage = %self.stage_label(), %error, "skipped");
-                self.metrics.add_skipped(1);
+                tracing::debug!(stage = %self.stage_label(), %error, dropped = n, "skipped");
+                self.metrics.add_skipped(n);
                 None
             }
         }

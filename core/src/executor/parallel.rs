@@ -49,6 +49,11 @@ impl Outputs for Vec<Element> {
 pub(crate) trait Item: Send + 'static {
     /// The id and provenance errors about this item name.
     fn trace(&self) -> (Option<ElementId>, Option<Provenance>);
+
+    /// The elements a failure of this item drops.
+    fn count(&self) -> u64 {
+        1
+    }
 }
 
 impl Item for Element {
@@ -58,6 +63,10 @@ impl Item for Element {
 }
 
 impl Item for Vec<Element> {
+    fn count(&self) -> u64 {
+        self.len() as u64
+    }
+
     fn trace(&self) -> (Option<ElementId>, Option<Provenance>) {
         match self.first() {
             Some(e) => e.trace(),
@@ -307,14 +316,17 @@ fn work<I: Item, O: Outputs>(
         for item in job.items {
             match item {
                 Err(e) => out.push(Err(e)),
-                Ok(element) => match apply(&f, element, &ctx) {
-                    Ok(outputs) => outputs.push_into(&mut out),
-                    Err(e) => {
-                        if let Some(e) = ctx.on_error(e) {
-                            out.push(Err(e));
+                Ok(element) => {
+                    let dropped = element.count();
+                    match apply(&f, element, &ctx) {
+                        Ok(outputs) => outputs.push_into(&mut out),
+                        Err(e) => {
+                            if let Some(e) = ctx.on_error_dropping(e, dropped) {
+                                out.push(Err(e));
+                            }
                         }
                     }
-                },
+                }
             }
         }
         let elapsed = start.elapsed();

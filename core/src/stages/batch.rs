@@ -182,7 +182,7 @@ impl ElementStream for BatchStream {
                 Ok(b) => return Some(Ok(b)),
                 Err(e) => {
                     let e = self.ctx.element_error(&items[0], e);
-                    if let Some(e) = self.ctx.on_error(e) {
+                    if let Some(e) = self.ctx.on_error_dropping(e, items.len() as u64) {
                         return Some(Err(e));
                     }
                 }

@@ -5,8 +5,8 @@
 //! Output ids: an input with exactly one output keeps its id and provenance; an input with
 //! `k != 1` outputs gives them the ids `id.child(0..k)` (and its provenance). Chunks run
 //! sequentially or on worker threads, in order when `deterministic`. An error fails the
-//! whole chunk (under `ErrorPolicy::Skip` the chunk's elements are dropped, counted as one
-//! skip per failed chunk). An error from upstream ends the chunk being gathered: the inputs
+//! whole chunk (under `ErrorPolicy::Skip` the chunk's elements are dropped, and each of
+//! them is counted as skipped). An error from upstream ends the chunk being gathered: the inputs
 //! before it are processed and their outputs come first, then the error, as with `map`.
 
 use std::any::Any;
@@ -261,10 +261,11 @@ impl ElementStream for SequentialChunks {
                 Ok(chunk) => chunk,
                 Err(e) => return Some(Err(e)),
             };
+            let dropped = chunk.len() as u64;
             match apply(&self.f, chunk, &self.ctx) {
                 Ok(out) => self.ready.extend(out),
                 Err(e) => {
-                    if let Some(e) = self.ctx.on_error(e) {
+                    if let Some(e) = self.ctx.on_error_dropping(e, dropped) {
                         return Some(Err(e));
                     }
                 }
