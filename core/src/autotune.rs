@@ -40,6 +40,11 @@
 //! changed and the throughputs that decided it.
 //!
 //! Values learned in one epoch are where the next epoch of the same dataset starts.
+//!
+//! Not tuned: a global shuffle's reading threads (`num_parallel = "auto"` there means the
+//! CPU budget, at most 4, fixed for the epoch, because each thread owns a fixed share of the
+//! permutation's chunks) and buffers other than `prefetch`'s (a parallel stage's in-flight
+//! chunks are bounded by its thread count).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
