@@ -8,7 +8,7 @@
 //!
 //! [`Dataset::resume`](crate::Dataset::resume) rebuilds the pipeline for that seed and
 //! epoch and fast-forwards it to the position. Buffers are not stored but re-derived: each
-//! stage skips its first outputs as cheaply as it can ([`Stage::build_from`]): 1:1 maps
+//! stage skips its first outputs as cheaply as it can ([`Stage::build_from`](crate::Stage::build_from)): 1:1 maps
 //! (`map`, `parse_example`, `image_ops`) pass the skip to their input without running
 //! their work, `batch` and `padded_batch` skip `n × batch_size` inputs, `prefetch`, `take`,
 //! `skip`, `repeat`, `zip` and `concatenate` do the arithmetic, `range` and in-memory
