@@ -214,9 +214,15 @@ fn dropping_the_pipeline_stops_the_tuner() {
     let ds = waiting_map(&Dataset::range(0, i64::MAX), NumParallel::Auto)
         .prefetch(BufferSize::Auto)
         .with_options(Options::default().with_seed(1).with_cpu_budget(2));
+    // The pipeline's own threads (all named `sluice-…`): the test harness starts a thread
+    // per test whenever it likes, so the process's thread count is not this test's own.
     let threads = || {
         std::fs::read_dir("/proc/self/task")
-            .map(|d| d.count())
+            .map(|d| {
+                d.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                    .filter(|name| name.starts_with("sluice-"))
+                    .count()
+            })
             .unwrap_or(0)
     };
     let before = threads();
