@@ -193,6 +193,15 @@ fn run(dir: &str, name: &str) {
                 (b.tensor("label").unwrap().len(), 0)
             })
         }
+        _ if name.starts_with("augment_batched@") => (
+            interleaved(dir)
+                .parse_example(spec())
+                .batch(64)
+                .image_ops(augment_ops().num_parallel(parallel(&name["augment_batched@".len()..])))
+                .prefetch(BufferSize::Auto),
+            1,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
         "read" => (interleaved(dir).repeat(Some(10)).batch(256), 1, |b| {
             let recs = b.tensor("record").unwrap().as_bytes_list().unwrap();
             (recs.len(), recs.iter().map(|r| r.len()).sum())

@@ -251,6 +251,17 @@ fn crops_equal_cropped_full_decodes() {
                 );
             }
         }
+        // A one-row crop ending at every row: where decoding stops moves past each MCU
+        // boundary, and the last needed row must still be upsampled from the same chroma.
+        let full = decode_image(&jpeg, None).unwrap();
+        for y in 0..h {
+            let crop = (y, 0, 1, w);
+            assert_eq!(
+                decode_and_crop(&jpeg, crop, None).unwrap(),
+                crop_of(&full, crop),
+                "grey {grey} {sampling:?} {restart:?} prog {progressive} row {y}"
+            );
+        }
     }
 }
 

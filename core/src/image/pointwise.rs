@@ -35,6 +35,7 @@ use crate::pool;
 use crate::tensor::{Tensor, TensorData};
 
 use super::color::{BLOCK, INV_255, finish_means, inverse_stds, per_channel};
+use super::decode::WindowView;
 
 /// How `u8` values become `f32` at the start of a [`PointChain`] (`f32` images are taken
 /// as they are).
@@ -83,6 +84,9 @@ const CHUNK: usize = BLOCK * 32;
 enum Src<'a> {
     U8(&'a [u8]),
     F32(&'a [f32]),
+    /// A window of decoded rows, read chunk by chunk into a small buffer as the pass needs
+    /// it (the same values as the window copied out first).
+    Window(WindowView<'a>),
 }
 
 /// A [`PointOp`] resolved for an image of `c` channels: per-channel parameters laid out as
@@ -149,7 +153,6 @@ impl PointChain {
             return Ok(());
         }
         let steps = self.resolve(c)?;
-        let mut scratch = pool::take(plane.div_ceil(2));
         for (i, dst) in out.chunks_exact_mut(plane).enumerate() {
             let range = i * plane..(i + 1) * plane;
             let src = match img.data() {
@@ -162,9 +165,28 @@ impl PointChain {
                     )));
                 }
             };
-            image_pass(src, dst, pixels, c, &steps, &mut scratch, self.load);
+            image_pass(src, dst, pixels, c, &steps, self.load);
         }
-        pool::give(scratch);
+        Ok(())
+    }
+
+    /// [`apply_into`](Self::apply_into) for the window of decoded rows `view` (a `u8`
+    /// image `[height, width, channels]`), read straight from the rows: no copy of the
+    /// window is made.
+    pub(crate) fn apply_view_into(&self, view: WindowView<'_>, out: &mut [f32]) -> Result<()> {
+        let [h, w, c] = view.shape();
+        if out.len() != h * w * c {
+            return Err(Error::Image(format!(
+                "point chain: output of {} values for an image of {}",
+                out.len(),
+                h * w * c
+            )));
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        let steps = self.resolve(c)?;
+        image_pass(Src::Window(view), out, h * w, c, &steps, self.load);
         Ok(())
     }
 
@@ -200,7 +222,6 @@ fn image_pass(
     pixels: usize,
     c: usize,
     steps: &[Step],
-    scratch: &mut Vec<f32>,
     load: PointLoad,
 ) {
     #[cfg(target_arch = "x86_64")]
@@ -209,11 +230,11 @@ fn image_pass(
         // SAFETY: `image_pass_avx2` only requires AVX2, which the line above checked this
         // CPU has.
         unsafe {
-            image_pass_avx2(src, dst, pixels, c, steps, scratch, load)
+            image_pass_avx2(src, dst, pixels, c, steps, load)
         };
         return;
     }
-    image_pass_body(src, dst, pixels, c, steps, scratch, load);
+    image_pass_body(src, dst, pixels, c, steps, load);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -224,10 +245,9 @@ fn image_pass_avx2(
     pixels: usize,
     c: usize,
     steps: &[Step],
-    scratch: &mut Vec<f32>,
     load: PointLoad,
 ) {
-    image_pass_body(src, dst, pixels, c, steps, scratch, load);
+    image_pass_body(src, dst, pixels, c, steps, load);
 }
 
 #[inline(always)]
@@ -237,59 +257,68 @@ fn image_pass_body(
     pixels: usize,
     c: usize,
     steps: &[Step],
-    scratch: &mut Vec<f32>,
     load: PointLoad,
 ) {
     let mut steps = steps.to_vec();
+    // Where a window's chunks are read to (see `eval`).
+    let mut gathered = match src {
+        Src::Window(_) => vec![0u8; chunk_len(c)],
+        _ => Vec::new(),
+    };
     // Each contrast's means are over the values it sees: those of the ops before it.
     for k in 0..steps.len() {
         if let Step::Contrast { .. } = steps[k] {
-            let means = means(src, pixels, c, &steps[..k], scratch, load);
+            let means = means(src, pixels, c, &steps[..k], dst, load, &mut gathered);
             if let Step::Contrast { means: m, .. } = &mut steps[k] {
                 *m = pattern(&means, c);
             }
         }
     }
     for (n, chunk) in dst.chunks_mut(chunk_len(c)).enumerate() {
-        eval(src, n * chunk_len(c), chunk, &steps, load);
+        eval(src, n * chunk_len(c), chunk, &steps, load, &mut gathered);
     }
 }
 
 /// Per-channel means of the values after `steps`, summed as TensorFlow's
-/// `AdjustContrastv2` sums them (see `color::channel_means`).
+/// `AdjustContrastv2` sums them (see `color::channel_means`). The first fold (half an
+/// image of values) is written to the start of `out`, the image's output buffer, which the
+/// output pass overwrites afterwards: no buffer of its own, and those lines are in cache
+/// when the output is written.
 #[inline(always)]
 fn means(
     src: Src<'_>,
     pixels: usize,
     c: usize,
     steps: &[Step],
-    scratch: &mut Vec<f32>,
+    out: &mut [f32],
     load: PointLoad,
+    gathered: &mut [u8],
 ) -> Vec<f32> {
     let right = pixels / 2;
     let left = pixels - right;
-    scratch.clear();
-    scratch.resize(left * c, 0.0);
+    let scratch = &mut out[..left * c];
     let len = chunk_len(c);
     let mut a = vec![0.0f32; len];
-    let mut b = vec![0.0f32; len];
     let mut off = 0;
     while off < right * c {
         let n = len.min(right * c - off);
-        eval(src, left * c + off, &mut a[..n], steps, load);
-        eval(src, off, &mut b[..n], steps, load);
-        for ((s, &x), &y) in scratch[off..off + n].iter_mut().zip(&a[..n]).zip(&b[..n]) {
-            *s = x + y;
+        eval(src, left * c + off, &mut a[..n], steps, load, gathered);
+        let b = &mut scratch[off..off + n];
+        eval(src, off, b, steps, load, gathered);
+        for (y, &x) in b.iter_mut().zip(&a[..n]) {
+            *y += x;
         }
         off += n;
     }
     if left > right {
+        // One pixel (`pixels` is odd): `c` values.
         eval(
             src,
             right * c,
             &mut scratch[right * c..left * c],
             steps,
             load,
+            gathered,
         );
     }
     finish_means(scratch, pixels, c)
@@ -317,7 +346,45 @@ fn chunk_len(c: usize) -> usize {
 /// one loop that takes each value through every step in registers (one instance of the
 /// loop per sequence of step kinds); longer chains run step by step over the chunk.
 #[inline(always)]
-fn eval(src: Src<'_>, start: usize, dst: &mut [f32], steps: &[Step], load: PointLoad) {
+fn eval(
+    src: Src<'_>,
+    start: usize,
+    dst: &mut [f32],
+    steps: &[Step],
+    load: PointLoad,
+    gathered: &mut [u8],
+) {
+    // A window is taken run by run (each within one row): a run in natural order is read in
+    // place; a mirrored one is first copied in pixel-reversed order into `gathered` (at
+    // least `dst.len()` long, so it stays in L1). Runs are whole pixels, so the patterns
+    // line up. One call site of `eval_values`: it is inlined.
+    if dst.is_empty() {
+        return;
+    }
+    let mut done = 0;
+    while done < dst.len() {
+        let (values, from, n) = match src {
+            Src::Window(view) => {
+                let (run, mirrored) = view.run(start + done, dst.len() - done);
+                let values: &[u8] = if mirrored {
+                    let out = &mut gathered[..run.len()];
+                    super::decode::mirror_copy(run, out, view.channels());
+                    out
+                } else {
+                    run
+                };
+                (Src::U8(values), 0, run.len())
+            }
+            other => (other, start, dst.len()),
+        };
+        eval_values(values, from, &mut dst[done..done + n], steps, load);
+        done += n;
+    }
+}
+
+/// [`eval`] of a source held as values (not a window).
+#[inline(always)]
+fn eval_values(src: Src<'_>, start: usize, dst: &mut [f32], steps: &[Step], load: PointLoad) {
     let blocked = steps.iter().all(|s| match s {
         Step::Add(_) => true,
         Step::Contrast { means, .. } => means.len() == BLOCK,
@@ -420,6 +487,7 @@ fn fused<F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_>, dst: &mut [f32], f: F) 
             fused_from(&v[start..end], dst, move |x: u8, k| f(f32::from(x), k))
         }
         (Src::F32(v), _) => fused_from(&v[start..end], dst, f),
+        (Src::Window(_), _) => unreachable!("eval reads windows into a buffer first"),
     }
 }
 
@@ -461,6 +529,7 @@ fn load_only(ctx: &Ctx<'_>, dst: &mut [f32]) {
             }
         }
         (Src::F32(v), _) => dst.copy_from_slice(&v[start..end]),
+        (Src::Window(_), _) => unreachable!("eval reads windows into a buffer first"),
     }
 }
 
@@ -571,6 +640,45 @@ mod tests {
             let reference = step_by_step(&chain, &img).unwrap();
             prop_assert_eq!(fused.shape(), reference.shape());
             prop_assert_eq!(bits(&fused), bits(&reference));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// A chain reading a window of decoded rows in place (mirrored or not) gives the
+        /// bits of the ops one after the other on the window cropped out by hand.
+        #[test]
+        fn a_window_read_in_place_equals_the_cropped_image(
+            h in 1usize..50, w in 1usize..70, c in 1usize..6,
+            fy in 0.0f64..1.0, fx in 0.0f64..1.0, fh in 0.0f64..1.0, fw in 0.0f64..1.0,
+            mirror in any::<bool>(), unit in any::<bool>(),
+            ops in prop::collection::vec(op(), 0..5),
+            seed in any::<u64>(),
+        ) {
+            let mut x = seed;
+            let rows: Vec<u8> = (0..h * w * c).map(|_| { x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); (x >> 56) as u8 }).collect();
+            let y0 = (fy * h as f64) as usize;
+            let x0 = (fx * w as f64) as usize;
+            let height = 1 + (fh * (h - y0 - 1) as f64) as usize;
+            let width = 1 + (fw * (w - x0 - 1) as f64) as usize;
+            let mut cropped = Vec::new();
+            for r in y0..y0 + height {
+                let mut line: Vec<&[u8]> = (x0..x0 + width).map(|p| &rows[(r * w + p) * c..(r * w + p + 1) * c]).collect();
+                if mirror {
+                    line.reverse();
+                }
+                cropped.extend(line.concat());
+            }
+            let win = crate::image::decode::Window { y: y0, x: x0, height, width, mirror };
+            let view = WindowView::new(&rows, w, c, win).unwrap();
+            let chain = PointChain { load: if unit { PointLoad::Unit } else { PointLoad::Cast }, ops };
+            let mut out = vec![f32::NAN; height * width * c];
+            chain.apply_view_into(view, &mut out).unwrap();
+            let img = Tensor::new(&[height, width, c], TensorData::U8(cropped.into())).unwrap();
+            let reference = step_by_step(&chain, &img).unwrap();
+            let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+            prop_assert_eq!(got, bits(&reference));
         }
     }
 

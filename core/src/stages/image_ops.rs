@@ -304,8 +304,123 @@ impl ImageOpsSpec {
 
     /// Runs the ops on one image.
     pub fn run(&self, img: &Tensor, rng: &mut ElementRng) -> Result<Tensor> {
+        if self.window_chain().is_some() {
+            return self.run_window_chain(img, rng, |view, chain| {
+                let [h, w, c] = view.shape();
+                let mut out = crate::pool::take_filled(h * w * c);
+                chain.apply_view_into(view, &mut out)?;
+                Tensor::new(&[h, w, c], TensorData::F32(out.into()))
+            });
+        }
         let (head, chain) = self.run_head_and_draw(img, rng)?;
         self.finish(head, chain.as_ref())
+    }
+
+    /// When the ops are exactly a decode, a random crop, optionally a random left-right
+    /// flip, then a point chain: (channels, crop height, crop width, flip probability).
+    /// Such a list runs without copying the window out of the decoded rows: the chain reads
+    /// it in place ([`Self::run_window_chain`]).
+    fn window_chain(&self) -> Option<(Option<usize>, usize, usize, Option<f32>)> {
+        let (start, end) = self.split();
+        if start >= end || end != self.ops.len() {
+            return None;
+        }
+        match &self.ops[..start] {
+            [
+                ImageOp::Decode { channels },
+                ImageOp::RandomCrop { height, width },
+            ] => Some((*channels, *height, *width, None)),
+            [
+                ImageOp::Decode { channels },
+                ImageOp::RandomCrop { height, width },
+                ImageOp::RandomFlipLeftRight { p },
+            ] => Some((*channels, *height, *width, Some(*p))),
+            _ => None,
+        }
+    }
+
+    /// Decodes the encoded image `img`, draws the window and flip (as
+    /// [`decode_random_crop`] does) and then the chain's parameters, and hands the window of
+    /// the decoded rows and the chain to `then`. Only for ops that [`Self::window_chain`]
+    /// accepts.
+    fn run_window_chain<R>(
+        &self,
+        img: &Tensor,
+        rng: &mut ElementRng,
+        then: impl FnOnce(decode::WindowView<'_>, PointChain) -> Result<R>,
+    ) -> Result<R> {
+        let (channels, height, width, flip) = self
+            .window_chain()
+            .ok_or_else(|| Error::invalid("image_ops: not a decode, crop and point chain"))?;
+        let (start, end) = self.split();
+        if let Some(p) = flip {
+            geometry::probability("random_flip_left_right", p)?;
+        }
+        decode::decode_window_then(
+            scalar_bytes(img)?,
+            channels,
+            &decode::DecodeLimits::default(),
+            rng,
+            |rng, h, w| draw_window(rng, h, w, height, width, flip),
+            |rng, view| {
+                let chain = draw_chain(&self.ops[start..end], rng)?;
+                then(view, chain)
+            },
+        )
+    }
+
+    /// The shape of every image after `ops[..start]` when the ops fix it whatever the
+    /// input (a decode to a given channel count, then crops or resizes to a given size and
+    /// ops that keep the shape), so a batch's buffer can be made before any row is decoded.
+    fn static_head_shape(&self, start: usize) -> Option<Vec<usize>> {
+        let (mut h, mut w, mut c) = (None, None, None);
+        for (i, op) in self.ops[..start].iter().enumerate() {
+            match op {
+                ImageOp::Decode { channels } if i == 0 => c = *channels,
+                ImageOp::Resize { height, width, .. }
+                | ImageOp::CenterCrop { height, width }
+                | ImageOp::RandomCrop { height, width }
+                | ImageOp::RandomResizedCrop { height, width, .. } => {
+                    (h, w) = (Some(*height), Some(*width));
+                }
+                ImageOp::Pad { n, .. } => {
+                    h = h.and_then(|h| h.checked_add(n.checked_mul(2)?));
+                    w = w.and_then(|w| w.checked_add(n.checked_mul(2)?));
+                }
+                ImageOp::RandomFlipLeftRight { .. }
+                | ImageOp::RandomFlipUpDown { .. }
+                | ImageOp::RandomRotate { .. }
+                | ImageOp::Cutout { .. }
+                | ImageOp::RandomBrightness { .. }
+                | ImageOp::RandomContrast { .. }
+                | ImageOp::RandomSaturation { .. }
+                | ImageOp::RandomHue { .. } => {}
+                _ => return None,
+            }
+        }
+        Some(vec![h?, w?, c?])
+    }
+
+    /// Runs the ops on the encoded image `row` and writes the result, which must have the
+    /// batch's row shape `shape`, into `dst`. Only for ops ending in a point chain.
+    fn run_row_into(
+        &self,
+        row: &Tensor,
+        rng: &mut ElementRng,
+        shape: &[usize],
+        dst: &mut [f32],
+    ) -> Result<()> {
+        if self.window_chain().is_some() {
+            return self.run_window_chain(row, rng, |view, chain| {
+                same_row_shape(shape, &view.shape())?;
+                chain.apply_view_into(view, dst)
+            });
+        }
+        let (head, chain) = self.run_head_and_draw(row, rng)?;
+        same_row_shape(shape, head.shape())?;
+        chain
+            .ok_or_else(|| Error::invalid("image_ops: the ops do not end in a point chain"))?
+            .apply_into(&head, dst)
     }
 
     /// Where the op list splits: `ops[..start]` run one by one, `ops[start..end]` run as one
@@ -414,13 +529,20 @@ impl ImageOpsSpec {
             let refs: Vec<&Tensor> = done.iter().collect();
             return Tensor::stack(&refs);
         }
-        // The first row fixes the shape of the batch's buffer; then every row is decoded,
+        // The batch's buffer is made once the shape of its rows is known: from the ops when
+        // they fix it, otherwise from the first row, run first. Then every row is decoded,
         // augmented and written into its place in one task, so only a few decoded images
         // are alive at any time.
-        let (first_rng, rest_rngs) = rngs.split_first_mut().expect("rows is not empty");
-        let (head, chain) = self.run_head_and_draw(&rows[0], first_rng)?;
-        let chain = chain.expect("direct: the ops end in a chain");
-        let shape = head.shape().to_vec();
+        let mut first = None;
+        let shape = match self.static_head_shape(start) {
+            Some(shape) => shape,
+            None => {
+                let (head, chain) = self.run_head_and_draw(&rows[0], &mut rngs[0])?;
+                let shape = head.shape().to_vec();
+                first = Some((head, chain.expect("direct: the ops end in a chain")));
+                shape
+            }
+        };
         let plane: usize = shape.iter().product();
         let mut out: Vec<f32> = crate::pool::take_filled(plane * rows.len());
         let mut batch_shape = vec![rows.len()];
@@ -428,26 +550,18 @@ impl ImageOpsSpec {
         if plane == 0 {
             return Tensor::new(&batch_shape, TensorData::F32(out.into()));
         }
-        let (first, rest) = out.split_at_mut(plane);
-        chain.apply_into(&head, first)?;
-        drop(head);
-        rest.par_chunks_mut(plane)
-            .zip(rows[1..].par_iter())
-            .zip(rest_rngs.par_iter_mut())
-            .map(|((dst, row), rng)| {
-                let (head, chain) = self.run_head_and_draw(row, rng)?;
-                if head.shape() != shape.as_slice() {
-                    return Err(Error::invalid(format!(
-                        "cannot batch tensors of shapes {:?} and {:?} (crop or resize to one \
-                         size first)",
-                        shape,
-                        head.shape()
-                    )));
-                }
-                chain
-                    .expect("direct: the ops end in a chain")
-                    .apply_into(&head, dst)
-            })
+        let done = match first {
+            Some((head, chain)) => {
+                chain.apply_into(&head, &mut out[..plane])?;
+                1
+            }
+            None => 0,
+        };
+        out[done * plane..]
+            .par_chunks_mut(plane)
+            .zip(rows[done..].par_iter())
+            .zip(rngs[done..].par_iter_mut())
+            .map(|((dst, row), rng)| self.run_row_into(row, rng, &shape, dst))
             .collect::<Result<()>>()?;
         Tensor::new(&batch_shape, TensorData::F32(out.into()))
     }
@@ -550,25 +664,49 @@ fn decode_random_crop(
         data,
         channels,
         &decode::DecodeLimits::default(),
-        &mut |h, w| {
-            if height > h || width > w {
-                return Err(Error::Image(format!(
-                    "random_crop of {height}x{width} is larger than the {h}x{w} image"
-                )));
-            }
-            use rand::Rng;
-            let y = rng.random_range(0..=h - height);
-            let x = rng.random_range(0..=w - width);
-            let mirror = flip.is_some_and(|p| rng.random::<f32>() < p);
-            Ok(decode::Window {
-                y,
-                x,
-                height,
-                width,
-                mirror,
-            })
-        },
+        &mut |h, w| draw_window(rng, h, w, height, width, flip),
     )
+}
+
+/// The window of a random crop of `height` × `width` in an `h` × `w` image, drawn as
+/// [`geometry::random_crop`] draws it, then mirrored with probability `flip` as
+/// [`geometry::random_flip_left_right`] draws it.
+fn draw_window(
+    rng: &mut ElementRng,
+    h: usize,
+    w: usize,
+    height: usize,
+    width: usize,
+    flip: Option<f32>,
+) -> Result<decode::Window> {
+    if height > h || width > w {
+        return Err(Error::Image(format!(
+            "random_crop of {height}x{width} is larger than the {h}x{w} image"
+        )));
+    }
+    use rand::Rng;
+    let y = rng.random_range(0..=h - height);
+    let x = rng.random_range(0..=w - width);
+    let mirror = flip.is_some_and(|p| rng.random::<f32>() < p);
+    Ok(decode::Window {
+        y,
+        x,
+        height,
+        width,
+        mirror,
+    })
+}
+
+/// Checks that a row of a batch has the batch's row shape.
+fn same_row_shape(batch: &[usize], row: &[usize]) -> Result<()> {
+    if batch == row {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "cannot batch tensors of shapes {batch:?} and {row:?} (crop or resize to one size \
+             first)"
+        )))
+    }
 }
 
 impl Stage for ImageOpsSpec {
