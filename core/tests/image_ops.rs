@@ -281,6 +281,66 @@ fn the_fused_stage_equals_the_ops_one_by_one_per_element_and_per_batch_row() {
     }
 }
 
+/// A batch of encoded images whose row shape the ops do not fix (`channels` unset: the
+/// first row is run first to size the buffer) gives what the fixed shape gives, and a bad
+/// image in a batch fails the batch with an image error, whichever way the buffer was sized.
+#[test]
+fn batches_sized_by_the_ops_or_by_their_first_row_agree_and_fail_on_a_bad_image() {
+    let ops = |channels| {
+        vec![
+            ImageOp::Decode { channels },
+            ImageOp::RandomCrop {
+                height: 16,
+                width: 16,
+            },
+            ImageOp::RandomFlipLeftRight { p: 0.5 },
+            ImageOp::ToUnitF32,
+            ImageOp::RandomContrast {
+                lower: 0.5,
+                upper: 1.5,
+            },
+        ]
+    };
+    let records = Dataset::tfrecord([shards()])
+        .unwrap()
+        .parse_example(spec())
+        .collect()
+        .unwrap();
+    let batches = Dataset::from_elements(records).batch(8).collect().unwrap();
+    let run = |channels| {
+        Dataset::from_elements(batches.clone())
+            .image_ops(ImageOpsSpec::new(ops(channels)))
+            .with_options(Options::default().with_seed(3))
+            .collect()
+            .unwrap()
+    };
+    let fixed = run(Some(3));
+    let by_first_row = run(None);
+    assert_eq!(fixed.len(), batches.len());
+    assert_eq!(bits(&fixed), bits(&by_first_row));
+    assert_eq!(fixed[0].tensor("image").unwrap().shape(), &[8, 16, 16, 3]);
+
+    // Row 5 of a batch is not a JPEG.
+    let mut rows: Vec<bytes::Bytes> = batches[0]
+        .tensor("image")
+        .unwrap()
+        .as_bytes_list()
+        .unwrap()
+        .to_vec();
+    rows[5] = bytes::Bytes::from_static(b"\xff\xd8\xffnot really");
+    let bad = Element::new(ElementId::new(0, 0)).with(
+        "image",
+        Tensor::new(&[rows.len()], sluice_core::TensorData::Bytes(rows.into())).unwrap(),
+    );
+    for channels in [Some(3), None] {
+        let err = Dataset::from_elements(vec![bad.clone()])
+            .image_ops(ImageOpsSpec::new(ops(channels)))
+            .collect()
+            .unwrap_err();
+        assert!(matches!(err.root(), sluice_core::Error::Image(_)), "{err}");
+    }
+}
+
 fn got_el(t: &Tensor) -> Element {
     Element::new(ElementId::new(0, 0)).with("image", t.clone())
 }
