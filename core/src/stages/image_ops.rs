@@ -257,6 +257,16 @@ fn scalar_bytes(t: &Tensor) -> Result<&[u8]> {
 /// its own RNG derived from the batch's id and the row. Random draws come from the element's
 /// RNG, so the output is fixed by the seed at any parallelism. A bad image fails that
 /// element with [`Error::Image`] and its provenance; the error policy decides.
+///
+/// How it runs fast (the results are bit-identical to the ops applied one by one):
+/// `to_unit_f32` / `cast` / `normalize` and the brightness and contrast ops after them run as
+/// one pass ([`PointChain`]); `decode` then `random_crop` decodes only the rows the window
+/// needs; when those are followed directly by the colour ops (with at most a
+/// `random_flip_left_right` between), the pass reads the window in place from the decoded
+/// rows. A batch of encoded images (`[B]` strings, after `batch`) is decoded and augmented
+/// row by row straight into the batch's `f32` buffer; when the ops fix the row shape (a
+/// decode with `channels` set, then a fixed-size crop or resize), every row runs in parallel
+/// from the start.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImageOpsSpec {
