@@ -1,7 +1,6 @@
-//! Built-in image ops: decoding, geometry, colour, normalization.
-//!
-//! **Status: under construction (images issue).** The conventions below are fixed; the ops
-//! land in the submodules one by one.
+//! Built-in image ops: decoding ([`decode`]), geometry ([`geometry`]), colour and
+//! normalization ([`color`]), and fused colour passes ([`pointwise`]). The
+//! [`image_ops`](crate::stages::image_ops) stage runs them in a pipeline.
 //!
 //! An image is a [`Tensor`] of shape `[height, width, channels]` (HWC, row-major), of dtype
 //! `u8` (pixels as decoded) or `f32` (after `cast` / `normalize`). A batch of images is
