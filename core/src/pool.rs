@@ -5,7 +5,8 @@
 //! kernel and fault fresh pages in for the next batch: that costs as much as the copying
 //! itself and makes throughput vary from run to run. Buffers of at least
 //! [`MIN_POOLED_BYTES`] are therefore kept when their last reference drops and reused for
-//! the next buffer of a similar size. The pool holds at most [`MAX_POOLED`] buffers and
+//! the next buffer of a similar size, the most recently returned first (its memory is the
+//! likeliest to still be in the cache). The pool holds at most [`MAX_POOLED`] buffers and
 //! [`MAX_POOLED_BYTES`] per value type.
 
 use std::sync::Mutex;
@@ -55,7 +56,7 @@ pub(crate) fn take<T: Poolable>(capacity: usize) -> Vec<T> {
         let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = pool
             .iter()
-            .position(|v| v.capacity() >= capacity && v.capacity() <= capacity.saturating_mul(2))
+            .rposition(|v| v.capacity() >= capacity && v.capacity() <= capacity.saturating_mul(2))
         {
             let mut v = pool.swap_remove(i);
             v.clear();
@@ -74,7 +75,7 @@ pub(crate) fn take_filled<T: Poolable + Copy + Default>(len: usize) -> Vec<T> {
         let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = pool
             .iter()
-            .position(|v| v.capacity() >= len && v.capacity() <= len.saturating_mul(2))
+            .rposition(|v| v.capacity() >= len && v.capacity() <= len.saturating_mul(2))
         {
             let mut v = pool.swap_remove(i);
             drop(pool);
