@@ -8,7 +8,9 @@
 //!   (one pass for the first two ops, bit-identical results).
 //! - `u8/to_unit_brightness_contrast_normalize`: the whole tail from decoded pixels as
 //!   separate ops; `u8/point_chain_*`: the same as one `PointChain` pass (bit-identical),
-//!   into a new tensor or into an existing buffer (as `image_ops` writes into a batch).
+//!   into a new tensor or into an existing buffer (as `image_ops` writes into a batch);
+//!   `u8/point_chain_without_contrast_into_a_buffer`: the same without the contrast, whose
+//!   per-channel means (summed in TensorFlow's order) are most of the pass's cost.
 //! - `f32/*`, `u8/*`: each op alone, on an `f32` image in `[0, 1]` or a `u8` image.
 //!
 //! ```sh
@@ -91,6 +93,21 @@ fn bench(c: &mut Criterion) {
     let mut out = vec![0.0f32; u8_img.len()];
     g.bench_function("u8/point_chain_into_a_buffer", |b| {
         b.iter(|| chain.apply_into(black_box(&u8_img), &mut out).unwrap())
+    });
+    let no_contrast = PointChain::to_unit(vec![
+        PointOp::Brightness(0.1),
+        PointOp::Normalize {
+            mean: MEAN.to_vec(),
+            std: STD.to_vec(),
+            scale: 1.0,
+        },
+    ]);
+    g.bench_function("u8/point_chain_without_contrast_into_a_buffer", |b| {
+        b.iter(|| {
+            no_contrast
+                .apply_into(black_box(&u8_img), &mut out)
+                .unwrap()
+        })
     });
     g.bench_function("u8/to_unit_f32", |b| {
         b.iter(|| to_unit_f32(black_box(&u8_img)).unwrap())
