@@ -67,6 +67,11 @@ pub(crate) struct Instrumented {
 /// Elements between flushes of an [`Instrumented`] stream's counters.
 const FLUSH_EVERY: u32 = 64;
 
+/// Bytes of output after which the counters are flushed anyway, so stages of large, slow
+/// elements (batches of images) show up in the stats while the pipeline runs, not only
+/// every 64 elements.
+const FLUSH_BYTES: u64 = 1 << 20;
+
 #[derive(Default)]
 struct Local {
     elements: u32,
@@ -140,7 +145,7 @@ impl ElementStream for Instrumented {
             Some(Ok(e)) => {
                 self.local.elements += 1;
                 self.local.bytes += e.nbytes() as u64;
-                if self.local.elements >= FLUSH_EVERY {
+                if self.local.elements >= FLUSH_EVERY || self.local.bytes >= FLUSH_BYTES {
                     self.flush();
                 }
             }

@@ -139,6 +139,7 @@ fn every_example_pipeline_runs_on_small_data() {
         .collect();
     for required in [
         "augment",
+        "augment_batched",
         "cache",
         "gen_augment",
         "parse",

@@ -154,3 +154,23 @@ fn record_reading_stages_count_records_in_not_file_names() -> Result<()> {
     }
     Ok(())
 }
+
+/// A stage of large elements (a batch of images is tens of MB) shows its counts while the
+/// pipeline runs, not only every 64 elements.
+#[test]
+fn large_elements_are_counted_as_they_pass() {
+    let ds = Dataset::range(0, 1_000).map(|e: Element| {
+        let big = Tensor::new(
+            &[1 << 19],
+            sluice_core::TensorData::F32(vec![0.0f32; 1 << 19].into()),
+        )?;
+        Ok(e.with("big", big))
+    });
+    let mut it = ds.iter().unwrap();
+    for _ in 0..3 {
+        it.next().unwrap().unwrap();
+    }
+    let stats = it.stats();
+    let map = stage(&stats, "map");
+    assert_eq!(map.elements_out, 3, "{}", stats.report());
+}
