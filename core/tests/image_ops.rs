@@ -353,3 +353,34 @@ fn diff(a: &Tensor, b: &Tensor) -> usize {
         .count()
         + a.len().abs_diff(b.len())
 }
+
+/// Rows of a batch that come out in different shapes (no crop or resize to one size) fail
+/// the batch with an error saying so.
+#[test]
+fn a_batch_whose_rows_differ_in_shape_is_an_error_naming_both_shapes() {
+    let jpeg = |w: u16, h: u16| {
+        let mut out = Vec::new();
+        let pixels = vec![128u8; usize::from(w) * usize::from(h) * 3];
+        jpeg_encoder::Encoder::new(&mut out, 90)
+            .encode(&pixels, w, h, jpeg_encoder::ColorType::Rgb)
+            .unwrap();
+        bytes::Bytes::from(out)
+    };
+    let rows = vec![jpeg(16, 8), jpeg(16, 8), jpeg(8, 16)];
+    let batch = Element::new(ElementId::new(0, 0)).with(
+        "image",
+        Tensor::new(&[3], sluice_core::TensorData::Bytes(rows.into())).unwrap(),
+    );
+    let err = Dataset::from_elements(vec![batch])
+        .image_ops(ImageOpsSpec::new(vec![
+            ImageOp::Decode { channels: Some(3) },
+            ImageOp::ToUnitF32,
+        ]))
+        .collect()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cannot batch tensors of shapes [8, 16, 3] and [16, 8, 3]"),
+        "{err}"
+    );
+}
