@@ -11,6 +11,7 @@
 //! - `parse`: interleave 4 -> repeat 5 -> batch 256 -> parse_example(image, label)
 //! - `augment`: interleave 4 -> parse -> image_ops(decode, random crop 224, flip, brightness,
 //!   contrast, normalize; parallel) -> batch 64 -> prefetch (images/s)
+//! - `augment_pb`: `augment` with the batch assembled in parallel (`num_parallel` auto)
 //! - `augment_batched`: the same, batching first: interleave 4 -> parse -> batch 64 ->
 //!   image_ops (rows in parallel, written straight into the batch) -> prefetch (images/s)
 //! - `decode_only`: the JPEGs in memory decoded by a plain parallel loop (the ceiling for
@@ -224,6 +225,15 @@ fn run(dir: &str, name: &str) {
                 .batch_with(BatchSpec::new(64).num_parallel(NumParallel::Auto))
                 .prefetch(BufferSize::Auto),
             2,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        "augment_pb" => (
+            interleaved(dir)
+                .parse_example(spec())
+                .image_ops(augment_ops().num_parallel(NumParallel::Auto))
+                .batch_with(BatchSpec::new(64).num_parallel(NumParallel::Auto))
+                .prefetch(BufferSize::Auto),
+            1,
             |b| (b.tensor("label").unwrap().len(), 0),
         ),
         "augment" => (

@@ -200,7 +200,7 @@ impl Autotuner {
 
     /// A tuner without a thread (unit tests).
     #[cfg(test)]
-    fn detached(learned: Learned, ram_budget: u64) -> Self {
+    pub(crate) fn detached(learned: Learned, ram_budget: u64) -> Self {
         Autotuner {
             knobs: Mutex::default(),
             decisions: Mutex::default(),

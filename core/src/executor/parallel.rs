@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -144,14 +144,23 @@ impl ParallelStream {
             .set_workers(knob.as_ref().map_or(workers, |k| k.get()));
 
         let mut threads = Vec::with_capacity(workers + 1);
+        // Whether the dispatcher has sent its last job: a parked worker then leaves once
+        // the jobs are all taken, so that every worker has gone when the last result is in
+        // (which is how the consumer learns that the stream has ended).
+        let dispatched = Arc::new(AtomicBool::new(false));
         {
+            let dispatched = Arc::clone(&dispatched);
             let ctx = ctx.clone();
             let stop_rx = stop_rx.clone();
             let avg_ns = Arc::clone(&avg_ns);
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("sluice-{}-in", ctx.stage_label()))
-                    .spawn(move || dispatch(upstream, job_tx, permit_rx, stop_rx, avg_ns, ctx))
+                    .spawn(move || {
+                        // Set however the dispatcher leaves, after its last job is sent.
+                        let _ended = SetOnDrop(dispatched);
+                        dispatch(upstream, job_tx, permit_rx, stop_rx, avg_ns, ctx)
+                    })
                     .expect("spawn dispatcher thread"),
             );
         }
@@ -162,7 +171,7 @@ impl ParallelStream {
             let f = Arc::clone(&f);
             let avg_ns = Arc::clone(&avg_ns);
             let stop_rx = stop_rx.clone();
-            let active = knob.clone().map(|k| (w, k));
+            let active = knob.clone().map(|k| (w, k, Arc::clone(&dispatched)));
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("sluice-{}-w{w}", ctx.stage_label()))
@@ -241,6 +250,15 @@ impl Drop for ParallelStream {
     }
 }
 
+/// Sets its flag when dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, SeqCst);
+    }
+}
+
 fn dispatch<I: Item, S: Source<I>>(
     mut upstream: S,
     jobs: Sender<Job<I>>,
@@ -288,15 +306,19 @@ fn work<I: Item, O: Outputs>(
     f: WorkFn<I, O>,
     avg_ns: Arc<AtomicU64>,
     stop: Receiver<()>,
-    active: Option<(usize, Arc<Knob>)>,
+    active: Option<(usize, Arc<Knob>, Arc<AtomicBool>)>,
     ctx: BuildContext,
 ) {
     let shutdown = ctx.shutdown().clone();
     loop {
         // Autotune parks the workers beyond its current number of threads.
-        if let Some((w, knob)) = &active
+        if let Some((w, knob, dispatched)) = &active
             && *w >= knob.get()
         {
+            // Nothing is left for this worker: the stream's end must not wait for it.
+            if dispatched.load(SeqCst) && jobs.is_empty() {
+                return;
+            }
             select! {
                 recv(stop) -> _ => return,
                 recv(shutdown.channel()) -> _ => return,
@@ -414,4 +436,67 @@ pub(crate) fn pull_chunk<I>(
         }
     }
     (items, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::mpsc;
+
+    use super::*;
+    use crate::autotune::{Autotuner, KnobKind, Learned};
+    use crate::executor::shutdown::Shutdown;
+    use crate::options::Options;
+    use crate::stage::RunShared;
+    use crate::stats::{StageMetrics, StatsRegistry};
+    use crate::stream::IterStream;
+    use crate::tensor::Tensor;
+
+    /// The stream ends although autotune has parked some workers (knob 1 of 4): parked
+    /// workers leave once every job is taken, so the consumer sees the end instead of
+    /// waiting for them forever.
+    #[test]
+    fn the_stream_ends_while_workers_are_parked() {
+        let (_trigger, shutdown) = Shutdown::new();
+        let metrics = Arc::new(StageMetrics::default());
+        let tuner = Arc::new(Autotuner::detached(Learned::new(), 1 << 30));
+        let knob = tuner.knob(
+            1,
+            "map#1".into(),
+            KnobKind::NumParallel,
+            1,
+            (1, 4),
+            &metrics,
+        );
+        assert_eq!(knob.get(), 1);
+        let ctx = BuildContext {
+            shared: Arc::new(RunShared {
+                seed: 1,
+                options: Options::default(),
+                shutdown,
+                stats: Arc::new(StatsRegistry::new()),
+                autotune: tuner,
+                indices: HashMap::new(),
+            }),
+            epoch: 0,
+            index: 1,
+            name: "map",
+            metrics,
+        };
+        let upstream: BoxStream = Box::new(IterStream((0..100u64).map(|i| {
+            Ok(Element::new(ElementId::new(0, i)).with("value", Tensor::scalar_i64(i as i64)))
+        })));
+        let f: WorkFn = Arc::new(|e| Ok(Some(e)));
+        let mut stream = ParallelStream::start(upstream, f, (4, Some(knob)), true, &ctx);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while let Some(e) = stream.next() {
+                e.expect("no error");
+                n += 1;
+            }
+            let _ = tx.send(n);
+        });
+        assert_eq!(rx.recv_timeout(Duration::from_secs(20)), Ok(100));
+    }
 }
