@@ -63,9 +63,8 @@
 //! [`decode_and_crop`] decodes only the rows a crop needs where it can (a baseline JPEG whose
 //! single scan holds every component: the frame header is told the image ends at the first
 //! MCU row boundary a chroma row plus one pixel row below the crop, so entropy decoding, IDCT
-//! and colour conversion stop there; the result is
-//! bit-identical to cropping a full decode; a 224×224 crop of a 1024×768 JPEG costs 70 % (centre)
-//! to 45 % (top) of the full decode). [`decode_jpeg_scaled`] decodes at 1/2, 1/4 or 1/8 of the
+//! and colour conversion stop there; the result is bit-identical to cropping a full decode; a
+//! 224×224 crop of a 1024×768 JPEG costs 70 % (centre) to 45 % (top) of the full decode). [`decode_jpeg_scaled`] decodes at 1/2, 1/4 or 1/8 of the
 //! size in the DCT domain (jpeg-decoder): that saves IDCT and colour-conversion work but not
 //! entropy decoding, and jpeg-decoder's entropy decoding is slower than zune-jpeg's, so a 1/4
 //! decode is only about as fast as zune-jpeg's full decode on detailed images (numbers in
@@ -204,8 +203,9 @@ pub fn decode_image_with_limits(
 ///
 /// For a baseline JPEG whose single scan holds all components (what most encoders write),
 /// decoding stops at the first MCU row boundary a chroma row (plus one pixel row) below the
-/// window: rows further down are neither entropy-decoded nor transformed. The pixels are exactly those of [`decode_image`] cropped. Progressive
-/// JPEGs and PNGs are decoded whole and then cropped.
+/// window: rows further down are neither entropy-decoded nor transformed. The pixels are
+/// exactly those of [`decode_image`] cropped. Progressive JPEGs and PNGs are decoded whole
+/// and then cropped.
 pub fn decode_and_crop(
     data: &[u8],
     crop: (usize, usize, usize, usize),

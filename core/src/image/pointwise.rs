@@ -84,8 +84,8 @@ const CHUNK: usize = BLOCK * 32;
 enum Src<'a> {
     U8(&'a [u8]),
     F32(&'a [f32]),
-    /// A window of decoded rows, read chunk by chunk into a small buffer as the pass needs
-    /// it (the same values as the window copied out first).
+    /// A window of decoded rows, read in place run by run (a mirrored run through a small
+    /// buffer): the same values as the window copied out first.
     Window(WindowView<'a>),
 }
 
@@ -141,13 +141,7 @@ impl PointChain {
                 )));
             }
         };
-        if out.len() != img.len() {
-            return Err(Error::Image(format!(
-                "point chain: output of {} values for an image of {}",
-                out.len(),
-                img.len()
-            )));
-        }
+        check_output_len(out, img.len())?;
         let plane = pixels * c;
         if plane == 0 {
             return Ok(());
@@ -175,13 +169,7 @@ impl PointChain {
     /// window is made.
     pub(crate) fn apply_view_into(&self, view: WindowView<'_>, out: &mut [f32]) -> Result<()> {
         let [h, w, c] = view.shape();
-        if out.len() != h * w * c {
-            return Err(Error::Image(format!(
-                "point chain: output of {} values for an image of {}",
-                out.len(),
-                h * w * c
-            )));
-        }
+        check_output_len(out, h * w * c)?;
         if out.is_empty() {
             return Ok(());
         }
@@ -210,6 +198,18 @@ impl PointChain {
                 })
             })
             .collect()
+    }
+}
+
+/// An output buffer must have as many values as the image.
+fn check_output_len(out: &[f32], len: usize) -> Result<()> {
+    if out.len() == len {
+        Ok(())
+    } else {
+        Err(Error::Image(format!(
+            "point chain: output of {} values for an image of {len}",
+            out.len()
+        )))
     }
 }
 
@@ -358,9 +358,6 @@ fn eval(
     // place; a mirrored one is first copied in pixel-reversed order into `gathered` (at
     // least `dst.len()` long, so it stays in L1). Runs are whole pixels, so the patterns
     // line up. One call site of `eval_values`: it is inlined.
-    if dst.is_empty() {
-        return;
-    }
     let mut done = 0;
     while done < dst.len() {
         let (values, from, n) = match src {

@@ -314,8 +314,8 @@ impl ImageOpsSpec {
 
     /// Runs the ops on one image.
     pub fn run(&self, img: &Tensor, rng: &mut ElementRng) -> Result<Tensor> {
-        if self.window_chain().is_some() {
-            return self.run_window_chain(img, rng, |view, chain| {
+        if let Some(plan) = self.window_chain() {
+            return self.run_window_chain(&plan, img, rng, |view, chain| {
                 let [h, w, c] = view.shape();
                 let mut out = crate::pool::take_filled(h * w * c);
                 chain.apply_view_into(view, &mut out)?;
@@ -327,53 +327,55 @@ impl ImageOpsSpec {
     }
 
     /// When the ops are exactly a decode, a random crop, optionally a random left-right
-    /// flip, then a point chain: (channels, crop height, crop width, flip probability).
-    /// Such a list runs without copying the window out of the decoded rows: the chain reads
-    /// it in place ([`Self::run_window_chain`]).
-    fn window_chain(&self) -> Option<(Option<usize>, usize, usize, Option<f32>)> {
+    /// flip, then a point chain: how to run them without copying the window out of the
+    /// decoded rows (the chain reads it in place, [`Self::run_window_chain`]).
+    fn window_chain(&self) -> Option<WindowChain> {
         let (start, end) = self.split();
         if start >= end || end != self.ops.len() {
             return None;
         }
-        match &self.ops[..start] {
+        let (channels, height, width, flip) = match &self.ops[..start] {
             [
                 ImageOp::Decode { channels },
                 ImageOp::RandomCrop { height, width },
-            ] => Some((*channels, *height, *width, None)),
+            ] => (*channels, *height, *width, None),
             [
                 ImageOp::Decode { channels },
                 ImageOp::RandomCrop { height, width },
                 ImageOp::RandomFlipLeftRight { p },
-            ] => Some((*channels, *height, *width, Some(*p))),
-            _ => None,
-        }
+            ] => (*channels, *height, *width, Some(*p)),
+            _ => return None,
+        };
+        Some(WindowChain {
+            channels,
+            height,
+            width,
+            flip,
+            chain: start..end,
+        })
     }
 
     /// Decodes the encoded image `img`, draws the window and flip (as
     /// [`decode_random_crop`] does) and then the chain's parameters, and hands the window of
-    /// the decoded rows and the chain to `then`. Only for ops that [`Self::window_chain`]
-    /// accepts.
+    /// the decoded rows and the chain to `then`, as `plan` ([`Self::window_chain`]) says.
     fn run_window_chain<R>(
         &self,
+        plan: &WindowChain,
         img: &Tensor,
         rng: &mut ElementRng,
         then: impl FnOnce(decode::WindowView<'_>, PointChain) -> Result<R>,
     ) -> Result<R> {
-        let (channels, height, width, flip) = self
-            .window_chain()
-            .ok_or_else(|| Error::invalid("image_ops: not a decode, crop and point chain"))?;
-        let (start, end) = self.split();
-        if let Some(p) = flip {
+        if let Some(p) = plan.flip {
             geometry::probability("random_flip_left_right", p)?;
         }
         decode::decode_window_then(
             scalar_bytes(img)?,
-            channels,
+            plan.channels,
             &decode::DecodeLimits::default(),
             rng,
-            |rng, h, w| draw_window(rng, h, w, height, width, flip),
+            |rng, h, w| draw_window(rng, h, w, plan.height, plan.width, plan.flip),
             |rng, view| {
-                let chain = draw_chain(&self.ops[start..end], rng)?;
+                let chain = draw_chain(&self.ops[plan.chain.clone()], rng)?;
                 then(view, chain)
             },
         )
@@ -415,13 +417,14 @@ impl ImageOpsSpec {
     /// batch's row shape `shape`, into `dst`. Only for ops ending in a point chain.
     fn run_row_into(
         &self,
+        plan: Option<&WindowChain>,
         row: &Tensor,
         rng: &mut ElementRng,
         shape: &[usize],
         dst: &mut [f32],
     ) -> Result<()> {
-        if self.window_chain().is_some() {
-            return self.run_window_chain(row, rng, |view, chain| {
+        if let Some(plan) = plan {
+            return self.run_window_chain(plan, row, rng, |view, chain| {
                 same_row_shape(shape, &view.shape())?;
                 chain.apply_view_into(view, dst)
             });
@@ -543,6 +546,7 @@ impl ImageOpsSpec {
         // they fix it, otherwise from the first row, run first. Then every row is decoded,
         // augmented and written into its place in one task, so only a few decoded images
         // are alive at any time.
+        let plan = self.window_chain();
         let mut first = None;
         let shape = match self.static_head_shape(start) {
             Some(shape) => shape,
@@ -571,7 +575,7 @@ impl ImageOpsSpec {
             .par_chunks_mut(plane)
             .zip(rows[done..].par_iter())
             .zip(rngs[done..].par_iter_mut())
-            .map(|((dst, row), rng)| self.run_row_into(row, rng, &shape, dst))
+            .map(|((dst, row), rng)| self.run_row_into(plan.as_ref(), row, rng, &shape, dst))
             .collect::<Result<()>>()?;
         Tensor::new(&batch_shape, TensorData::F32(out.into()))
     }
@@ -705,6 +709,20 @@ fn draw_window(
         width,
         mirror,
     })
+}
+
+/// How [`ImageOpsSpec::run_window_chain`] runs a decode, random crop, optional flip and
+/// point chain.
+struct WindowChain {
+    /// The decode's channels.
+    channels: Option<usize>,
+    /// The crop's size.
+    height: usize,
+    width: usize,
+    /// The flip's probability, if the ops flip.
+    flip: Option<f32>,
+    /// Where the point chain's ops are in the list.
+    chain: std::ops::Range<usize>,
 }
 
 /// Checks that a row of a batch has the batch's row shape.
