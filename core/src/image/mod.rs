@@ -7,6 +7,8 @@
 //! `[batch, height, width, channels]`. Random ops take the element's RNG (keyed by seed,
 //! epoch, stage and element id), so augmentation is reproducible at any parallelism.
 
+mod channel_sums;
+
 pub mod decode;
 
 pub use decode::{DecodeLimits, decode_and_crop, decode_image, decode_jpeg_scaled};

@@ -7,8 +7,9 @@
 //! applies every op to the chunk, and writes each output value once, straight into the
 //! caller's buffer if it likes ([`PointChain::apply_into`]). Each value goes through the
 //! same `f32` operations in the same order as the ops one after the other, and each
-//! contrast's per-channel means are summed in TensorFlow's order over the values the op
-//! would see, so the result is **bit-identical** to the separate ops (tested).
+//! contrast's per-channel means are summed in the op's fixed order over the values the op
+//! would see (streamed from a small buffer, nothing written to the output), so the result
+//! is **bit-identical** to the separate ops (tested).
 //!
 //! ```
 //! use sluice_core::image::{PointChain, PointOp, adjust_brightness, adjust_contrast,
@@ -34,7 +35,8 @@ use crate::error::{Error, Result};
 use crate::pool;
 use crate::tensor::{Tensor, TensorData};
 
-use super::color::{BLOCK, INV_255, finish_means, inverse_stds, per_channel};
+use super::channel_sums::ChannelSums;
+use super::color::{BLOCK, INV_255, inverse_stds, per_channel};
 use super::decode::WindowView;
 
 /// How `u8` values become `f32` at the start of a [`PointChain`] (`f32` images are taken
@@ -268,7 +270,7 @@ fn image_pass_body(
     // Each contrast's means are over the values it sees: those of the ops before it.
     for k in 0..steps.len() {
         if let Step::Contrast { .. } = steps[k] {
-            let means = means(src, pixels, c, &steps[..k], dst, load, &mut gathered);
+            let means = means(src, pixels, c, &steps[..k], load, &mut gathered);
             if let Step::Contrast { means: m, .. } = &mut steps[k] {
                 *m = pattern(&means, c);
             }
@@ -279,49 +281,30 @@ fn image_pass_body(
     }
 }
 
-/// Per-channel means of the values after `steps`, summed as TensorFlow's
-/// `AdjustContrastv2` sums them (see `color::channel_means`). The first fold (half an
-/// image of values) is written to the start of `out`, the image's output buffer, which the
-/// output pass overwrites afterwards: no buffer of its own, and those lines are in cache
-/// when the output is written.
+/// Per-channel means of the values after `steps`, summed as [`ChannelSums`] sums them (as
+/// `adjust_contrast` does): computed a chunk at a time into a small buffer that stays in
+/// cache, nothing written to the image's output buffer.
 #[inline(always)]
 fn means(
     src: Src<'_>,
     pixels: usize,
     c: usize,
     steps: &[Step],
-    out: &mut [f32],
     load: PointLoad,
     gathered: &mut [u8],
 ) -> Vec<f32> {
-    let right = pixels / 2;
-    let left = pixels - right;
-    let scratch = &mut out[..left * c];
+    let plane = pixels * c;
     let len = chunk_len(c);
-    let mut a = vec![0.0f32; len];
+    let mut buf = vec![0.0f32; len];
+    let mut sums = ChannelSums::new(c);
     let mut off = 0;
-    while off < right * c {
-        let n = len.min(right * c - off);
-        eval(src, left * c + off, &mut a[..n], steps, load, gathered);
-        let b = &mut scratch[off..off + n];
-        eval(src, off, b, steps, load, gathered);
-        for (y, &x) in b.iter_mut().zip(&a[..n]) {
-            *y += x;
-        }
+    while off < plane {
+        let n = len.min(plane - off);
+        eval(src, off, &mut buf[..n], steps, load, gathered);
+        sums.push(&buf[..n]);
         off += n;
     }
-    if left > right {
-        // One pixel (`pixels` is odd): `c` values.
-        eval(
-            src,
-            right * c,
-            &mut scratch[right * c..left * c],
-            steps,
-            load,
-            gathered,
-        );
-    }
-    finish_means(scratch, pixels, c)
+    sums.means(pixels, c)
 }
 
 /// Per-channel values repeated over `BLOCK` values (or over `c` if `c` does not divide it).

@@ -1,0 +1,270 @@
+//! Per-channel sums for contrast's means, in one fixed order that any chunking of the image
+//! reproduces to the bit.
+//!
+//! `adjust_contrast` needs each channel's mean over the image before it can write a value.
+//! TensorFlow sums pairwise by folding the image in half repeatedly, which needs the whole
+//! image of values in memory (half an image of scratch, and sixteen passes over it for a
+//! 224² image). Here the values are summed as they stream past, from a small buffer:
+//!
+//! - The values (`pixels × channels`, in HWC order) are spread over `L` lanes: value `j`
+//!   goes to lane `j mod L`, with `L = 48` when the channel count divides 48 (1, 2, 3, 4,
+//!   6, 8, …) and `L = channels` otherwise, so every lane holds one channel.
+//! - Each run of `16 L` values (a *segment*; the last one completed with zeros) is summed
+//!   lane by lane in `f32`, pairwise: of a lane's 16 values, value `g` plus value `g + 8`,
+//!   then those 8 halved the same way, down to one. Each lane's segment sum is then added to
+//!   that lane's `f64` total.
+//! - A channel's sum is its lanes' totals added in lane order in `f64`; its mean is that sum
+//!   divided by the pixel count in `f64`, rounded once to `f32`.
+//!
+//! Every value's path through the additions depends only on its index, so the fused chain
+//! ([`PointChain`](super::PointChain)), which computes values a cache-sized chunk at a time,
+//! and the op on a whole image get the same bits; so do scalar and vector builds (lanes are
+//! independent: vectorizing needs no reassociation). The error is that of a 16-value
+//! pairwise sum (at most 4 units in the last place, relative to the sum of magnitudes) plus
+//! `f64` rounding; TensorFlow's pairwise sum of a 224² image has 16 levels, so its bound is
+//! 16 units. Streaming the sum instead of folding a stored image took the `augment`
+//! benchmark's batched pipeline from ~4,900 to ~5,300 images/s (BENCHMARKS.md).
+
+/// Lanes when the channel count divides it: a multiple of every vector width in use.
+const WIDE_LANES: usize = 48;
+/// Groups of `L` values summed in `f32` before going into the `f64` totals.
+const SEGMENT_GROUPS: usize = 16;
+const _: () = assert!(
+    SEGMENT_GROUPS == 16,
+    "sum_segment's folds are written out for 16"
+);
+/// Values per segment with [`WIDE_LANES`] lanes.
+const WIDE_SEGMENT: usize = WIDE_LANES * SEGMENT_GROUPS;
+
+/// Running per-lane sums of an image's values (see the [module docs](self)).
+pub(super) struct ChannelSums {
+    lanes: usize,
+    /// The values of the unfinished segment (fewer than `SEGMENT_GROUPS * lanes`).
+    pending: Vec<f32>,
+    /// Totals of the finished segments, one per lane.
+    total: Vec<f64>,
+}
+
+impl ChannelSums {
+    /// Empty sums for an image of `c` channels (`c >= 1`).
+    pub(super) fn new(c: usize) -> Self {
+        let c = c.max(1);
+        let lanes = if WIDE_LANES.is_multiple_of(c) {
+            WIDE_LANES
+        } else {
+            c
+        };
+        ChannelSums {
+            lanes,
+            pending: Vec::with_capacity(lanes * SEGMENT_GROUPS),
+            total: vec![0.0; lanes],
+        }
+    }
+
+    /// Adds the next `values` (in image order). Inlined, so it is vectorized for the CPU of
+    /// the function it is called from.
+    #[inline(always)]
+    pub(super) fn push(&mut self, mut values: &[f32]) {
+        let segment = self.lanes * SEGMENT_GROUPS;
+        if !self.pending.is_empty() {
+            let n = (segment - self.pending.len()).min(values.len());
+            self.pending.extend_from_slice(&values[..n]);
+            values = &values[n..];
+            if self.pending.len() < segment {
+                return;
+            }
+            sum_segment(&self.pending, self.lanes, &mut self.total);
+            self.pending.clear();
+        }
+        let mut segments = values.chunks_exact(segment);
+        if self.lanes == WIDE_LANES {
+            // The common case, with the lane count a constant (so the folds vectorize).
+            for s in &mut segments {
+                sum_segment(s, WIDE_LANES, &mut self.total);
+            }
+        } else {
+            for s in &mut segments {
+                sum_segment(s, self.lanes, &mut self.total);
+            }
+        }
+        self.pending.extend_from_slice(segments.remainder());
+    }
+
+    /// The `c` per-channel means of an image of `pixels` pixels (`c` as given to
+    /// [`new`](Self::new); zeros for an empty image).
+    pub(super) fn means(mut self, pixels: usize, c: usize) -> Vec<f32> {
+        if pixels == 0 || c == 0 {
+            return vec![0.0; c];
+        }
+        if !self.pending.is_empty() {
+            // The last segment, completed with zeros.
+            self.pending.resize(self.lanes * SEGMENT_GROUPS, 0.0);
+            sum_segment(&self.pending, self.lanes, &mut self.total);
+        }
+        (0..c)
+            .map(|ch| {
+                let sum: f64 = self.total.iter().skip(ch).step_by(c).sum();
+                (sum / pixels as f64) as f32
+            })
+            .collect()
+    }
+}
+
+/// Adds one segment (`SEGMENT_GROUPS` = 16 groups of `lanes` values) to the lanes' totals:
+/// per lane, the segment's 16 values are summed pairwise in `f32` (value `g` plus value
+/// `g + 8`, then `g + 4`, `g + 2`, `g + 1`), then added to the lane's `f64` total.
+#[inline(always)]
+fn sum_segment(segment: &[f32], lanes: usize, total: &mut [f64]) {
+    let segment = &segment[..lanes * SEGMENT_GROUPS];
+    for (l, t) in total[..lanes].iter_mut().enumerate() {
+        let v = |g: usize| segment[g * lanes + l];
+        let a: [f32; 8] = std::array::from_fn(|g| v(g) + v(g + 8));
+        let b = [a[0] + a[4], a[1] + a[5], a[2] + a[6], a[3] + a[7]];
+        let c = [b[0] + b[2], b[1] + b[3]];
+        *t += f64::from(c[0] + c[1]);
+    }
+}
+
+/// The per-channel means of `plane` (`pixels × c` values), each value mapped by `load`.
+pub(super) fn channel_means<T: Copy>(
+    plane: &[T],
+    pixels: usize,
+    c: usize,
+    load: impl Fn(T) -> f32,
+) -> Vec<f32> {
+    let mut sums = ChannelSums::new(c);
+    let mut buf = [0.0f32; WIDE_SEGMENT];
+    for chunk in plane.chunks(WIDE_SEGMENT) {
+        let values = &mut buf[..chunk.len()];
+        for (v, &x) in values.iter_mut().zip(chunk) {
+            *v = load(x);
+        }
+        sums.push(values);
+    }
+    sums.means(pixels, c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The definition, one value at a time.
+    fn reference(values: &[f32], pixels: usize, c: usize) -> Vec<f32> {
+        if pixels == 0 {
+            return vec![0.0; c];
+        }
+        let lanes = if 48 % c == 0 { 48 } else { c };
+        let mut total = vec![0.0f64; lanes];
+        for segment in values.chunks(lanes * SEGMENT_GROUPS) {
+            // Each lane's values, zero-padded to SEGMENT_GROUPS, summed pairwise.
+            for (l, t) in total.iter_mut().enumerate() {
+                let mut v: Vec<f32> = (0..SEGMENT_GROUPS)
+                    .map(|g| segment.get(g * lanes + l).copied().unwrap_or(0.0))
+                    .collect();
+                while v.len() > 1 {
+                    let h = v.len() / 2;
+                    v = (0..h).map(|i| v[i] + v[i + h]).collect();
+                }
+                *t += f64::from(v[0]);
+            }
+        }
+        (0..c)
+            .map(|ch| {
+                let s: f64 = (ch..lanes).step_by(c).map(|l| total[l]).sum();
+                (s / pixels as f64) as f32
+            })
+            .collect()
+    }
+
+    #[test]
+    fn means_by_hand() {
+        // 2 pixels, 3 channels: (1, 2, 3) and (3, 4, 5).
+        let mut s = ChannelSums::new(3);
+        s.push(&[1.0, 2.0, 3.0, 3.0, 4.0, 5.0]);
+        assert_eq!(s.means(2, 3), vec![2.0, 3.0, 4.0]);
+        // An empty image has zero means.
+        assert_eq!(ChannelSums::new(3).means(0, 3), vec![0.0; 3]);
+        // Five channels (not a divisor of 48): one lane per channel.
+        let v: Vec<f32> = (0..10).map(|x| x as f32).collect();
+        assert_eq!(
+            channel_means(&v, 2, 5, |x| x),
+            vec![2.5, 3.5, 4.5, 5.5, 6.5]
+        );
+    }
+
+    #[test]
+    fn a_large_image_mean_is_accurate() {
+        // 224 x 224 x 3: within one unit in the last place of the exact mean (the f64 sum of
+        // the f32 values, exact here to far below that), where a running f32 sum drifts.
+        let n = 224 * 224;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let v: Vec<f32> = (0..n * 3)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x % 256) as f32 * (1.0 / 255.0) + 0.0123
+            })
+            .collect();
+        let ours = channel_means(&v, n, 3, |x| x);
+        let mut running = [0.0f32; 3];
+        for ch in 0..3 {
+            let exact: f64 = v
+                .iter()
+                .skip(ch)
+                .step_by(3)
+                .map(|&x| f64::from(x))
+                .sum::<f64>()
+                / n as f64;
+            let ulp = f64::from(f32::EPSILON) * exact;
+            assert!(
+                (f64::from(ours[ch]) - exact).abs() <= ulp,
+                "{} vs {exact}",
+                ours[ch]
+            );
+            running[ch] = v.iter().skip(ch).step_by(3).sum::<f32>() / n as f32;
+        }
+        // The naive running sum is measurably worse (the reason for the lanes and segments).
+        let exact0: f64 = v.iter().step_by(3).map(|&x| f64::from(x)).sum::<f64>() / n as f64;
+        assert!((f64::from(running[0]) - exact0).abs() > f64::from(f32::EPSILON) * exact0);
+    }
+
+    proptest! {
+        /// Any chunking gives the definition's bits, for any channel count.
+        #[test]
+        fn chunking_does_not_change_the_bits(
+            c in 1usize..7,
+            pixels in 0usize..1200,
+            cuts in proptest::collection::vec(0usize..5000, 0..6),
+            seed in any::<u64>(),
+        ) {
+            let n = pixels * c;
+            let mut x = seed | 1;
+            let values: Vec<f32> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % 100_000) as f32 / 1000.0 - 20.0
+                })
+                .collect();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|k| k.min(n)).collect();
+            cuts.push(0);
+            cuts.push(n);
+            cuts.sort_unstable();
+            let mut sums = ChannelSums::new(c);
+            for w in cuts.windows(2) {
+                sums.push(&values[w[0]..w[1]]);
+            }
+            let got: Vec<u32> = sums.means(pixels, c).iter().map(|m| m.to_bits()).collect();
+            let want: Vec<u32> = reference(&values, pixels, c).iter().map(|m| m.to_bits()).collect();
+            prop_assert_eq!(&got, &want);
+            let whole: Vec<u32> = channel_means(&values, pixels, c, |v| v)
+                .iter()
+                .map(|m| m.to_bits())
+                .collect();
+            prop_assert_eq!(whole, want);
+        }
+    }
+}
