@@ -116,12 +116,17 @@ impl ChannelSums {
 #[inline(always)]
 fn sum_segment(segment: &[f32], lanes: usize, total: &mut [f64]) {
     let segment = &segment[..lanes * SEGMENT_GROUPS];
-    for (l, t) in total[..lanes].iter_mut().enumerate() {
+    // The f32 sums first (8 lanes to a vector), then the f64 additions (4 to a vector).
+    let mut sums = [0.0f32; WIDE_LANES];
+    for (l, sum) in sums[..lanes].iter_mut().enumerate() {
         let v = |g: usize| segment[g * lanes + l];
         let a: [f32; 8] = std::array::from_fn(|g| v(g) + v(g + 8));
         let b = [a[0] + a[4], a[1] + a[5], a[2] + a[6], a[3] + a[7]];
         let c = [b[0] + b[2], b[1] + b[3]];
-        *t += f64::from(c[0] + c[1]);
+        *sum = c[0] + c[1];
+    }
+    for (t, &s) in total[..lanes].iter_mut().zip(&sums) {
+        *t += f64::from(s);
     }
 }
 
