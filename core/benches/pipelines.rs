@@ -34,6 +34,11 @@
 //! - `autotune_grid`: `augment@...` for autotune, the naive setting (`seq,seq,1`) and every
 //!   hand setting within the 2-CPU budget (IL in seq/1/2, IMG in 1/2, PF in 2/8), in
 //!   `ROUNDS` (env, default 3) rounds of alternating order.
+//!
+//! `EPOCHS=N` (env) runs each pipeline that otherwise runs once (all but `cache2` and the
+//! shuffles; `decode_only` too) `N` times and reports the last run, as
+//! `tfdata_baseline.py run DIR augment --epochs N` does: the steady state, without the first
+//! run's start-up (threads, fresh buffers and their page faults).
 
 use std::time::Instant;
 
@@ -109,17 +114,20 @@ fn decode_only(dir: &str) {
         .iter()
         .map(|e| e.tensor("image").unwrap().as_bytes_list().unwrap()[0].clone())
         .collect();
-    let t = Instant::now();
-    let pixels: usize = jpegs
-        .par_iter()
-        .map(|j| {
-            sluice_core::image::decode_image(j, Some(3))
-                .expect("decodes")
-                .len()
-        })
-        .sum();
-    let secs = t.elapsed().as_secs_f64();
-    assert!(pixels > 0);
+    let mut secs = 0.0;
+    for _ in 0..env_epochs() {
+        let t = Instant::now();
+        let pixels: usize = jpegs
+            .par_iter()
+            .map(|j| {
+                sluice_core::image::decode_image(j, Some(3))
+                    .expect("decodes")
+                    .len()
+            })
+            .sum();
+        secs = t.elapsed().as_secs_f64();
+        assert!(pixels > 0);
+    }
     println!(
         "{{\"system\": \"sluice {}\", \"pipeline\": \"decode_only\", \"records\": {}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"threads\": {}}}",
         env!("CARGO_PKG_VERSION"),
@@ -127,6 +135,16 @@ fn decode_only(dir: &str) {
         jpegs.len() as f64 / secs,
         rayon::current_num_threads()
     );
+}
+
+/// `EPOCHS` from the environment (default 1): runs of a single-epoch pipeline, the last
+/// reported.
+fn env_epochs() -> usize {
+    std::env::var("EPOCHS")
+        .ok()
+        .and_then(|e| e.parse().ok())
+        .filter(|&e| e > 0)
+        .unwrap_or(1)
 }
 
 /// Counts (records, bytes) in one output batch.
@@ -303,6 +321,7 @@ fn run(dir: &str, name: &str) {
         "decode_only" => return decode_only(dir),
         other => panic!("unknown pipeline {other}"),
     };
+    let epochs = if epochs == 1 { env_epochs() } else { epochs };
     let mut last = (0usize, 0usize, 0f64);
     let mut report = String::new();
     for _ in 0..epochs {

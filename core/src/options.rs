@@ -33,6 +33,12 @@ pub struct Options {
     pub ram_budget_bytes: u64,
     /// What a failing element does. Default: fail.
     pub error_policy: ErrorPolicy,
+    /// Run an `image_ops` followed by a `batch` as one stage that decodes and augments the
+    /// rows of each batch in parallel straight into the batch's buffer (tf.data's
+    /// `map_and_batch_fusion`). The output is the same, bit for bit, including errors and
+    /// skips; only the work is arranged differently (and stats count `image_ops`'s output
+    /// in batches). Default: on.
+    pub map_and_batch_fusion: bool,
 }
 
 impl Default for Options {
@@ -44,6 +50,7 @@ impl Default for Options {
                 .unwrap_or(1),
             ram_budget_bytes: physical_memory() / 2,
             error_policy: ErrorPolicy::Fail,
+            map_and_batch_fusion: true,
         }
     }
 }
@@ -70,6 +77,12 @@ impl Options {
     /// These options with `error_policy`.
     pub fn with_error_policy(mut self, policy: ErrorPolicy) -> Self {
         self.error_policy = policy;
+        self
+    }
+
+    /// These options with `map_and_batch_fusion` on or off.
+    pub fn with_map_and_batch_fusion(mut self, on: bool) -> Self {
+        self.map_and_batch_fusion = on;
         self
     }
 }

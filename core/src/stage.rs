@@ -355,6 +355,27 @@ impl Input {
         Ok(stream)
     }
 
+    /// Opens the input's node built by `build` instead of by its stage: `build` gets the
+    /// node's inputs, its context (index, metrics, RNG key: the node's own) and the outputs
+    /// to skip, and returns the stream and how many it skipped. Stats see the node as
+    /// usual, its work timed on the consumer's thread. For fusions: `batch` runs the
+    /// `image_ops` before it on whole batches.
+    pub(crate) fn open_with(
+        &self,
+        build: impl FnOnce(&[Input], &BuildContext, u64) -> Result<(BoxStream, u64)>,
+    ) -> Result<BoxStream> {
+        let (stream, skipped) = build_node_with(
+            &self.dataset,
+            &self.shared,
+            self.epoch,
+            self.skip,
+            true,
+            build,
+        )?;
+        self.skipped.store(skipped, Ordering::Relaxed);
+        Ok(stream)
+    }
+
     /// This input, opening after its first `n` outputs (for [`Stage::build_from`]).
     pub fn skipping(&self, n: u64) -> Input {
         Input {
@@ -390,6 +411,33 @@ pub(crate) fn build_node_from(
     skip: u64,
 ) -> Result<(BoxStream, u64)> {
     let stage = dataset.stage();
+    build_node_with(
+        dataset,
+        shared,
+        epoch,
+        skip,
+        stage.runs_inline(),
+        |inputs, ctx, skip| {
+            if skip == 0 {
+                Ok((stage.build(inputs, ctx)?, 0))
+            } else {
+                stage.build_from(inputs, ctx, skip)
+            }
+        },
+    )
+}
+
+/// [`build_node_from`] with the stream made by `build` (see [`Input::open_with`]);
+/// `inline`: the stream does its work inside `next` on the consumer's thread.
+fn build_node_with(
+    dataset: &Dataset,
+    shared: &Arc<RunShared>,
+    epoch: u64,
+    skip: u64,
+    inline: bool,
+    build: impl FnOnce(&[Input], &BuildContext, u64) -> Result<(BoxStream, u64)>,
+) -> Result<(BoxStream, u64)> {
+    let stage = dataset.stage();
     let index = *shared
         .indices
         .get(&dataset.node_key())
@@ -420,15 +468,8 @@ pub(crate) fn build_node_from(
             skipped: Arc::default(),
         })
         .collect();
-    let (inner, skipped) = if skip == 0 {
-        (stage.build(&inputs, &ctx)?, 0)
-    } else {
-        stage.build_from(&inputs, &ctx, skip)?
-    };
-    Ok((
-        Box::new(Instrumented::new(inner, metrics, stage.runs_inline())),
-        skipped,
-    ))
+    let (inner, skipped) = build(&inputs, &ctx, skip)?;
+    Ok((Box::new(Instrumented::new(inner, metrics, inline)), skipped))
 }
 
 /// [`Stage::build_from`] for a stage with one output per input (under the fail policy):

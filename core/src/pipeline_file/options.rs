@@ -16,6 +16,7 @@ use super::validate::{Problem, Seg};
 /// cpu_budget = 4          # default: the number of CPUs; what `num_parallel = "auto"` uses
 /// ram_budget = "2GiB"     # bytes, or a string with a unit; default: half the memory
 /// error_policy = "skip"   # fail (default) | skip
+/// map_and_batch_fusion = false  # default true: image_ops + batch run as one stage
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -33,6 +34,10 @@ pub struct OptionsSpec {
     /// `fail` (default): the first failing element ends the run with its error. `skip`:
     /// failing elements (and damaged records) are dropped and counted per stage.
     pub error_policy: ErrorPolicy,
+    /// Run an `image_ops` followed by a `batch` as one stage (same output; default true).
+    /// See [`Options::map_and_batch_fusion`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map_and_batch_fusion: Option<bool>,
 }
 
 impl OptionsSpec {
@@ -47,6 +52,9 @@ impl OptionsSpec {
         }
         if let Some(b) = self.ram_budget {
             o = o.with_ram_budget(b.0);
+        }
+        if let Some(on) = self.map_and_batch_fusion {
+            o = o.with_map_and_batch_fusion(on);
         }
         o
     }
@@ -178,11 +186,18 @@ mod tests {
             cpu_budget: Some(3),
             ram_budget: Some(ByteSize(1 << 20)),
             error_policy: ErrorPolicy::Skip,
+            map_and_batch_fusion: Some(false),
         }
         .to_options();
         assert_eq!(
-            (o.seed, o.cpu_budget, o.ram_budget_bytes, o.error_policy),
-            (Some(7), 3, 1 << 20, ErrorPolicy::Skip)
+            (
+                o.seed,
+                o.cpu_budget,
+                o.ram_budget_bytes,
+                o.error_policy,
+                o.map_and_batch_fusion
+            ),
+            (Some(7), 3, 1 << 20, ErrorPolicy::Skip, false)
         );
     }
 }

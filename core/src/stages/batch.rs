@@ -70,6 +70,10 @@ impl Stage for BatchSpec {
         if self.batch_size == 0 {
             return Err(Error::invalid("batch: batch_size must be at least 1"));
         }
+        let input = crate::stages::single_input(inputs, "batch")?;
+        if let Some(fused) = crate::stages::image_ops_batch::fuse(input, self, ctx)? {
+            return Ok(fused);
+        }
         let workers = ctx.parallelism(self.num_parallel);
         if workers.0 > 0 {
             let groups = Groups {
@@ -206,7 +210,7 @@ pub(crate) fn common_names(items: &[Element]) -> Result<Vec<std::sync::Arc<str>>
     Ok(names)
 }
 
-fn combine_dense(items: &[Element]) -> Result<Element> {
+pub(crate) fn combine_dense(items: &[Element]) -> Result<Element> {
     let names = common_names(items)?;
     let mut out = Element::new(items[0].id());
     out.set_provenance(items[0].provenance().cloned());

@@ -527,10 +527,20 @@ impl ImageOpsSpec {
     /// A batch of encoded images `[B]`: each decoded and augmented on the rayon pool; when
     /// the ops end in a point chain, its output goes straight into the batch's buffer.
     fn run_encoded_batch(&self, img: &Tensor, rngs: &mut [ElementRng]) -> Result<Tensor> {
-        use rayon::prelude::*;
         let rows: Vec<Tensor> = (0..img.shape()[0])
             .map(|i| img.row(i))
             .collect::<Result<_>>()?;
+        self.run_encoded_rows(&rows, rngs)
+    }
+
+    /// [`run_encoded_batch`](Self::run_encoded_batch) of the batch of `rows` (encoded
+    /// images, scalars), row `i` with `rngs[i]`.
+    pub(crate) fn run_encoded_rows(
+        &self,
+        rows: &[Tensor],
+        rngs: &mut [ElementRng],
+    ) -> Result<Tensor> {
+        use rayon::prelude::*;
         let (start, end) = self.split();
         let direct = start < end && !matches!(self.ops.last(), Some(ImageOp::ToChw));
         if !direct || rows.is_empty() {
@@ -580,7 +590,8 @@ impl ImageOpsSpec {
         Tensor::new(&batch_shape, TensorData::F32(out.into()))
     }
 
-    fn process(&self, mut element: Element, key: StreamKey) -> Result<Element> {
+    /// This stage's work on one element, with the stage's RNG key.
+    pub(crate) fn process(&self, mut element: Element, key: StreamKey) -> Result<Element> {
         let img = element
             .tensor(&self.input)
             .ok_or_else(|| {
@@ -604,6 +615,18 @@ impl ImageOpsSpec {
         let name = self.output.as_deref().unwrap_or(&self.input).to_string();
         element.insert(&name, Value::Dense(out));
         Ok(element)
+    }
+}
+
+impl ImageOpsSpec {
+    /// Checks what `build` checks of the ops: `to_chw` can only be last.
+    pub(crate) fn check(&self) -> Result<()> {
+        if let Some(pos) = self.ops.iter().position(|o| matches!(o, ImageOp::ToChw))
+            && pos + 1 != self.ops.len()
+        {
+            return Err(Error::invalid("image_ops: to_chw must be the last op"));
+        }
+        Ok(())
     }
 }
 
@@ -743,11 +766,7 @@ impl Stage for ImageOpsSpec {
     }
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        if let Some(pos) = self.ops.iter().position(|o| matches!(o, ImageOp::ToChw))
-            && pos + 1 != self.ops.len()
-        {
-            return Err(Error::invalid("image_ops: to_chw must be the last op"));
-        }
+        self.check()?;
         let upstream = crate::stages::single_input(inputs, "image_ops")?.open()?;
         let key = ctx.stream_key();
         let spec = Arc::new(self.clone());

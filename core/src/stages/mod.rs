@@ -5,6 +5,7 @@ pub mod batch;
 pub mod cache;
 pub mod concatenate;
 pub mod image_ops;
+pub(crate) mod image_ops_batch;
 pub mod interleave;
 pub mod map;
 pub mod map_chunks;

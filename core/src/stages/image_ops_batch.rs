@@ -1,0 +1,286 @@
+//! `image_ops` followed by `batch`, run as one stage (tf.data's `map_and_batch_fusion`).
+//!
+//! Written as users write it, `image_ops(...)` then `batch(64)` makes each augmented image
+//! on its own (a 600 KB `f32` tensor for a 224² RGB image) and then copies it into the
+//! batch. Fused, `batch` pulls 64 encoded elements from `image_ops`'s input and decodes and
+//! augments their rows in parallel (rayon) straight into the batch's buffer, as
+//! [`image_ops`](crate::stages::image_ops) does for a batch of encoded images: no
+//! per-image tensors, no copy, and the batch's rows run in parallel.
+//!
+//! **The output is the one of the unfused stages, bit for bit.** Each row gets the RNG the
+//! unfused `image_ops` gives its element (the `image_ops` stage's key and the element's
+//! id), and goes through the same code. When a batch cannot be made in one go (an image
+//! fails, the rows differ in shape, an element lacks the image, the input ends early with
+//! `drop_remainder`, or an error comes from upstream), that batch is made again the unfused
+//! way from the same elements, so errors, skips and their counts are exactly those of
+//! the two stages. Stats still show `image_ops` (its work, counted in batches) and `batch`.
+//!
+//! The fusion applies when `batch`'s input is an `image_ops` whose output order is
+//! deterministic, and [`Options::map_and_batch_fusion`](crate::Options) is on (default).
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use crate::element::{Element, Value};
+use crate::error::Result;
+use crate::executor::parallel::{WorkFn, apply};
+use crate::rng::{ElementRng, StreamKey};
+use crate::stage::{BuildContext, Input, Stage};
+use crate::stages::batch::{BatchSpec, combine_dense};
+use crate::stages::image_ops::ImageOpsSpec;
+use crate::stream::{BoxStream, ElementStream};
+use crate::tensor::{DType, Tensor};
+
+/// The fused stream when `input` (of a `batch` with `spec`, built with `batch_ctx`) is an
+/// `image_ops` that can be fused; `None` otherwise.
+pub(crate) fn fuse(
+    input: &Input,
+    spec: &BatchSpec,
+    batch_ctx: &BuildContext,
+) -> Result<Option<BoxStream>> {
+    let Some(ops) = input
+        .dataset()
+        .stage()
+        .as_any()
+        .downcast_ref::<ImageOpsSpec>()
+    else {
+        return Ok(None);
+    };
+    if !batch_ctx.options().map_and_batch_fusion || !ops.order_deterministic() {
+        return Ok(None);
+    }
+    ops.check()?;
+    let ops = Arc::new(ops.clone());
+    let spec = *spec;
+    let batch_ctx = batch_ctx.clone();
+    let stream = input.open_with(move |inputs, ctx, skip| {
+        // `image_ops` is one output per input: skipping its outputs skips its input's
+        // (a `batch` only asks for a skip under the fail policy).
+        let upstream = crate::stages::single_input(inputs, "image_ops")?.skipping(skip);
+        let stream = upstream.open()?;
+        let skipped = upstream.skipped();
+        let key = ctx.stream_key();
+        let work_spec = Arc::clone(&ops);
+        let work: WorkFn = Arc::new(move |e: Element| work_spec.process(e, key).map(Some));
+        Ok((
+            Box::new(FusedBatches {
+                upstream: stream,
+                ops,
+                key,
+                work,
+                ops_ctx: ctx.clone(),
+                batch_ctx,
+                size: spec.batch_size,
+                drop_remainder: spec.drop_remainder,
+                pending: VecDeque::new(),
+            }) as BoxStream,
+            skipped,
+        ))
+    })?;
+    Ok(Some(stream))
+}
+
+/// Batches of `image_ops`'s output, made from its input (see the [module docs](self)).
+struct FusedBatches {
+    /// `image_ops`'s input.
+    upstream: BoxStream,
+    ops: Arc<ImageOpsSpec>,
+    /// `image_ops`'s RNG key.
+    key: StreamKey,
+    /// `image_ops`'s work on one element (for the unfused way).
+    work: WorkFn,
+    ops_ctx: BuildContext,
+    batch_ctx: BuildContext,
+    size: usize,
+    drop_remainder: bool,
+    /// Inputs pulled for a batch that could not be made in one go, to go the unfused way.
+    pending: VecDeque<Result<Element>>,
+}
+
+/// One batch of `ops`'s outputs (RNG key `key`) made in one go from `items` (all of
+/// `image_ops`'s inputs for it), or `None` when it cannot be (then the unfused way decides
+/// what happens).
+fn fused_batch(ops: &ImageOpsSpec, key: StreamKey, items: &[Element]) -> Option<Element> {
+    let input = ops.input.as_str();
+    let output = ops.output.as_deref().unwrap_or(input);
+    let mut rows = Vec::with_capacity(items.len());
+    for e in items {
+        let t = e.tensor(input)?;
+        if t.rank() != 0 || t.dtype() != DType::Bytes {
+            return None;
+        }
+        rows.push(t.clone());
+    }
+    let mut rngs: Vec<ElementRng> = items.iter().map(|e| key.element_rng(e.id())).collect();
+    let images = catch_unwind(AssertUnwindSafe(|| ops.run_encoded_rows(&rows, &mut rngs)))
+        .ok()?
+        .ok()?;
+    // The other values batch as `batch` batches them; the images' slot (if the output
+    // replaces a value) is held by a placeholder, then filled in place.
+    let placeholder = Value::Dense(Tensor::scalar_bytes(bytes::Bytes::new()));
+    let parts: Vec<Element> = items
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            if e.get(output).is_some() {
+                e.insert(output, placeholder.clone());
+            }
+            e
+        })
+        .collect();
+    let mut batch = combine_dense(&parts).ok()?;
+    batch.insert(output, Value::Dense(images));
+    Some(batch)
+}
+
+impl FusedBatches {
+    /// The next of `image_ops`'s outputs, the unfused way: the pending inputs first, then
+    /// the upstream; failures go through `image_ops`'s error policy.
+    fn next_unfused(&mut self) -> Option<Result<Element>> {
+        loop {
+            let element = match self.pending.pop_front().or_else(|| self.upstream.next())? {
+                Ok(e) => e,
+                Err(e) => return Some(Err(e)),
+            };
+            match apply(&self.work, element, &self.ops_ctx) {
+                Ok(Some(e)) => return Some(Ok(e)),
+                Ok(None) => continue,
+                Err(e) => match self.ops_ctx.on_error(e) {
+                    Some(e) => return Some(Err(e)),
+                    None => continue,
+                },
+            }
+        }
+    }
+
+    /// One batch the unfused way (`batch` over `image_ops`).
+    fn batch_unfused(&mut self) -> Option<Result<Element>> {
+        loop {
+            let mut items = Vec::with_capacity(self.size);
+            while items.len() < self.size {
+                match self.next_unfused() {
+                    Some(Ok(e)) => items.push(e),
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => break,
+                }
+            }
+            if items.is_empty() || (self.drop_remainder && items.len() < self.size) {
+                return None;
+            }
+            match combine_dense(&items) {
+                Ok(b) => return Some(Ok(b)),
+                Err(e) => {
+                    let e = self.batch_ctx.element_error(&items[0], e);
+                    if let Some(e) = self.batch_ctx.on_error_dropping(e, items.len() as u64) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ElementStream for FusedBatches {
+    fn next(&mut self) -> Option<Result<Element>> {
+        if self.pending.is_empty() {
+            let mut items = Vec::with_capacity(self.size);
+            let mut failed = None;
+            while items.len() < self.size {
+                match self.upstream.next() {
+                    Some(Ok(e)) => items.push(e),
+                    Some(Err(e)) => {
+                        failed = Some(e);
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            if items.is_empty() && failed.is_none() {
+                return None;
+            }
+            let whole = items.len() == self.size || !self.drop_remainder;
+            if failed.is_none()
+                && whole
+                && let Some(batch) = fused_batch(&self.ops, self.key, &items)
+            {
+                return Some(Ok(batch));
+            }
+            self.pending.extend(items.into_iter().map(Ok));
+            self.pending.extend(failed.map(Err));
+        }
+        self.batch_unfused()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::element::ElementId;
+    use crate::stages::image_ops::ImageOp;
+
+    fn png(w: u32, h: u32, seed: u8) -> Tensor {
+        let img = image::RgbImage::from_fn(w, h, |x, y| {
+            image::Rgb([seed.wrapping_add(x as u8), y as u8, seed ^ (x * y) as u8])
+        });
+        let mut out = Vec::new();
+        img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+            .unwrap();
+        Tensor::scalar_bytes(out.into())
+    }
+
+    fn element(i: u64, image: Tensor) -> Element {
+        Element::new(ElementId::new(0, i))
+            .with("image", image)
+            .with("label", Tensor::scalar_i64(i as i64))
+    }
+
+    fn ops() -> ImageOpsSpec {
+        ImageOpsSpec::new(vec![
+            ImageOp::Decode { channels: Some(3) },
+            ImageOp::RandomCrop {
+                height: 6,
+                width: 5,
+            },
+            ImageOp::RandomFlipLeftRight { p: 0.5 },
+            ImageOp::ToUnitF32,
+            ImageOp::RandomContrast {
+                lower: 0.5,
+                upper: 1.5,
+            },
+        ])
+    }
+
+    /// The fast path itself (the pipeline tests cannot tell it from the unfused way, by
+    /// design): it makes the batch, and the batch is the per-element outputs combined.
+    #[test]
+    fn a_batch_is_made_in_one_go_and_equals_the_elements_combined() {
+        let key = StreamKey {
+            seed: 5,
+            epoch: 0,
+            stage: 1,
+        };
+        let items: Vec<Element> = (0..6).map(|i| element(i, png(9, 8, i as u8))).collect();
+        let ops = ops();
+        let batch = fused_batch(&ops, key, &items).expect("made in one go");
+        let one_by_one: Vec<Element> = items
+            .iter()
+            .map(|e| ops.process(e.clone(), key).unwrap())
+            .collect();
+        assert_eq!(batch, combine_dense(&one_by_one).unwrap());
+        assert_eq!(batch.tensor("image").unwrap().shape(), &[6, 6, 5, 3]);
+        // Not in one go: a bad image, an image of other rank, a missing image.
+        let mut bad = items.clone();
+        bad[2].insert(
+            "image",
+            Tensor::scalar_bytes(bytes::Bytes::from_static(b"nope")),
+        );
+        assert!(fused_batch(&ops, key, &bad).is_none());
+        let mut decoded = items.clone();
+        decoded[0].insert("image", Tensor::scalar_i64(3));
+        assert!(fused_batch(&ops, key, &decoded).is_none());
+        let mut missing = items;
+        missing[5].remove("image");
+        assert!(fused_batch(&ops, key, &missing).is_none());
+    }
+}
