@@ -11,7 +11,11 @@
 //! - `parse`: interleave 4 -> repeat 5 -> batch 256 -> parse_example(image, label)
 //! - `augment`: interleave 4 -> parse -> image_ops(decode, random crop 224, flip, brightness,
 //!   contrast, normalize; parallel) -> batch 64 -> prefetch (images/s)
-//! - `augment_pb`: `augment` with the batch assembled in parallel (`num_parallel` auto)
+//!   `image_ops` then `batch` run fused (`map_and_batch_fusion`, on by default): the rows of
+//!   each batch decoded and augmented in parallel straight into the batch's buffer
+//! - `augment_unfused`: `augment` with `map_and_batch_fusion` off (each image made on its
+//!   own, then copied into its batch)
+//! - `augment_pb`: `augment_unfused` with the batch assembled in parallel (`num_parallel` auto)
 //! - `augment_batched`: the same, batching first: interleave 4 -> parse -> batch 64 ->
 //!   image_ops (rows in parallel, written straight into the batch) -> prefetch (images/s)
 //! - `decode_only`: the JPEGs in memory decoded by a plain parallel loop (the ceiling for
@@ -241,7 +245,8 @@ fn run(dir: &str, name: &str) {
                 // tf.data's default `parallel_batch` optimization assembles batches on
                 // several threads; so does this.
                 .batch_with(BatchSpec::new(64).num_parallel(NumParallel::Auto))
-                .prefetch(BufferSize::Auto),
+                .prefetch(BufferSize::Auto)
+                .with_options(Options::default().with_map_and_batch_fusion(false)),
             2,
             |b| (b.tensor("label").unwrap().len(), 0),
         ),
@@ -250,7 +255,8 @@ fn run(dir: &str, name: &str) {
                 .parse_example(spec())
                 .image_ops(augment_ops().num_parallel(NumParallel::Auto))
                 .batch_with(BatchSpec::new(64).num_parallel(NumParallel::Auto))
-                .prefetch(BufferSize::Auto),
+                .prefetch(BufferSize::Auto)
+                .with_options(Options::default().with_map_and_batch_fusion(false)),
             1,
             |b| (b.tensor("label").unwrap().len(), 0),
         ),
@@ -260,6 +266,18 @@ fn run(dir: &str, name: &str) {
                 .image_ops(augment_ops().num_parallel(NumParallel::Auto))
                 .batch(64)
                 .prefetch(BufferSize::Auto),
+            1,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        // `augment` with map_and_batch_fusion off: each image made on its own, then copied
+        // into its batch (what `augment` did before the fusion).
+        "augment_unfused" => (
+            interleaved(dir)
+                .parse_example(spec())
+                .image_ops(augment_ops().num_parallel(NumParallel::Auto))
+                .batch(64)
+                .prefetch(BufferSize::Auto)
+                .with_options(Options::default().with_map_and_batch_fusion(false)),
             1,
             |b| (b.tensor("label").unwrap().len(), 0),
         ),

@@ -1,4 +1,11 @@
 //! `image_ops`: decode and augment an image value with the built-in image ops.
+//!
+//! On one element the ops run on its image; on a batch of images (or of encoded images,
+//! after `batch`) the rows run in parallel on the rayon pool, each with its own RNG, and
+//! an ops list ending in a colour chain writes each row straight into the batch's buffer.
+//! An `image_ops` followed by a `batch` runs fused with it the same way, with each
+//! element's own RNG, so the output is the two stages' bit for bit (see
+//! `image_ops_batch.rs` and [`Options::map_and_batch_fusion`](crate::Options)).
 
 use std::any::Any;
 use std::sync::Arc;
