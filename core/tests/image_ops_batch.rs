@@ -239,3 +239,47 @@ fn stats_still_show_image_ops_doing_the_work() {
         "image_ops's output is counted in batches"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+
+    /// Any batch size, remainder policy, error policy, worker count and set of damaged
+    /// images: fused and unfused agree on every output, error and count.
+    #[test]
+    fn fusion_never_changes_what_a_pipeline_gives(
+        size in 1usize..12,
+        drop in proptest::bool::ANY,
+        skip in proptest::bool::ANY,
+        threads in proptest::option::of(1usize..3),
+        bad in proptest::collection::vec(0usize..32, 0..4),
+        n in 0usize..33,
+        upstream_error in proptest::option::of(0usize..32),
+    ) {
+        let mut records = records();
+        records.truncate(n);
+        for &i in &bad {
+            if i < records.len() {
+                records[i] = damaged(&records[i]);
+            }
+        }
+        let mut ops = ImageOpsSpec::new(augment_ops());
+        if let Some(t) = threads {
+            ops = ops.num_parallel(t);
+        }
+        // An error from upstream of image_ops (a map failing on one element).
+        let ids: Vec<ElementId> = records.iter().map(|e| e.id()).collect();
+        let failing = upstream_error.and_then(|i| ids.get(i).copied());
+        let ds = Dataset::from_elements(records)
+            .map(move |e| {
+                if Some(e.id()) == failing {
+                    Err(sluice_core::Error::user("upstream failure"))
+                } else {
+                    Ok(e)
+                }
+            })
+            .image_ops(ops)
+            .batch_with(BatchSpec::new(size).drop_remainder(drop));
+        let policy = if skip { ErrorPolicy::Skip } else { ErrorPolicy::Fail };
+        same(&ds, policy);
+    }
+}
