@@ -283,3 +283,37 @@ proptest::proptest! {
         same(&ds, policy);
     }
 }
+
+#[test]
+fn a_fused_pipeline_resumes_from_a_checkpoint_at_the_next_batch() {
+    let build = || {
+        Dataset::from_elements(records())
+            .image_ops(ImageOpsSpec::new(augment_ops()))
+            .batch(5)
+            .with_options(Options::default().with_seed(3))
+    };
+    let all: Vec<Element> = build().collect().unwrap();
+    assert_eq!(all.len(), 7);
+    let mut it = build().iter().unwrap();
+    it.by_ref().take(3).for_each(drop);
+    let checkpoint = it.checkpoint().unwrap();
+    drop(it);
+    let tail: Vec<Element> = build()
+        .resume(&checkpoint)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert_eq!(tail, all[3..]);
+    // Fused or not, the same checkpoint resumes to the same batches.
+    let unfused: Vec<Element> = build()
+        .with_options(
+            Options::default()
+                .with_seed(3)
+                .with_map_and_batch_fusion(false),
+        )
+        .resume(&checkpoint)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert_eq!(unfused, tail);
+}
