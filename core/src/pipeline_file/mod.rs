@@ -336,6 +336,7 @@ seed = 42
 cpu_budget = 2
 ram_budget = "1GiB"
 error_policy = "skip"
+map_and_batch_fusion = false
 
 [[stage]]
 kind = "interleave"
@@ -396,6 +397,7 @@ kind = "prefetch"
         assert_eq!(o.cpu_budget, 2);
         assert_eq!(o.ram_budget_bytes, 1 << 30);
         assert_eq!(o.error_policy, crate::ErrorPolicy::Skip);
+        assert!(!o.map_and_batch_fusion);
         let kinds: Vec<_> = p.stages.iter().map(|s| s.kind()).collect();
         assert_eq!(
             kinds,
