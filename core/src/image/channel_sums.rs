@@ -33,8 +33,6 @@ const _: () = assert!(
     SEGMENT_GROUPS == 16,
     "sum_segment's folds are written out for 16"
 );
-/// Values per segment with [`WIDE_LANES`] lanes.
-const WIDE_SEGMENT: usize = WIDE_LANES * SEGMENT_GROUPS;
 
 /// Running per-lane sums of an image's values (see the [module docs](self)).
 pub(super) struct ChannelSums {
@@ -64,30 +62,45 @@ impl ChannelSums {
     /// Adds the next `values` (in image order). Inlined, so it is vectorized for the CPU of
     /// the function it is called from.
     #[inline(always)]
-    pub(super) fn push(&mut self, mut values: &[f32]) {
+    pub(super) fn push(&mut self, values: &[f32]) {
+        self.push_mapped(values, |v| v);
+    }
+
+    /// Adds `f(x)` for the next source values `x` (in image order), computing each value
+    /// where it is summed (no buffer of `f32` values in between). Any split of the values
+    /// between calls, and `push` of the same `f32` values, give the same bits.
+    #[inline(always)]
+    pub(super) fn push_mapped<T: Copy>(&mut self, mut values: &[T], f: impl Fn(T) -> f32 + Copy) {
         let segment = self.lanes * SEGMENT_GROUPS;
         if !self.pending.is_empty() {
             let n = (segment - self.pending.len()).min(values.len());
-            self.pending.extend_from_slice(&values[..n]);
+            self.pending.extend(values[..n].iter().map(|&x| f(x)));
             values = &values[n..];
             if self.pending.len() < segment {
                 return;
             }
-            sum_segment(&self.pending, self.lanes, &mut self.total);
+            sum_segment(&self.pending, self.lanes, |v| v, &mut self.total);
             self.pending.clear();
         }
         let mut segments = values.chunks_exact(segment);
         if self.lanes == WIDE_LANES {
-            // The common case, with the lane count a constant (so the folds vectorize).
+            // The common case, with the lane count a constant (so the folds vectorize). The
+            // values are mapped into an L1 buffer first: mapping contiguous values and summing
+            // contiguous `f32`s both vectorize, mapping inside the strided folds does not.
+            let mut buf = [0.0f32; WIDE_LANES * SEGMENT_GROUPS];
             for s in &mut segments {
-                sum_segment(s, WIDE_LANES, &mut self.total);
+                for (b, &x) in buf.iter_mut().zip(s) {
+                    *b = f(x);
+                }
+                sum_segment(&buf, WIDE_LANES, |v| v, &mut self.total);
             }
         } else {
             for s in &mut segments {
-                sum_segment(s, self.lanes, &mut self.total);
+                sum_segment(s, self.lanes, f, &mut self.total);
             }
         }
-        self.pending.extend_from_slice(segments.remainder());
+        self.pending
+            .extend(segments.remainder().iter().map(|&x| f(x)));
     }
 
     /// The `c` per-channel means of an image of `pixels` pixels (`c` as given to
@@ -99,7 +112,7 @@ impl ChannelSums {
         if !self.pending.is_empty() {
             // The last segment, completed with zeros.
             self.pending.resize(self.lanes * SEGMENT_GROUPS, 0.0);
-            sum_segment(&self.pending, self.lanes, &mut self.total);
+            sum_segment(&self.pending, self.lanes, |v| v, &mut self.total);
         }
         (0..c)
             .map(|ch| {
@@ -110,16 +123,17 @@ impl ChannelSums {
     }
 }
 
-/// Adds one segment (`SEGMENT_GROUPS` = 16 groups of `lanes` values) to the lanes' totals:
-/// per lane, the segment's 16 values are summed pairwise in `f32` (value `g` plus value
-/// `g + 8`, then `g + 4`, `g + 2`, `g + 1`), then added to the lane's `f64` total.
+/// Adds one segment (`SEGMENT_GROUPS` = 16 groups of `lanes` values, each value `f` of a
+/// source value) to the lanes' totals: per lane, the segment's 16 values are summed pairwise
+/// in `f32` (value `g` plus value `g + 8`, then `g + 4`, `g + 2`, `g + 1`), then added to
+/// the lane's `f64` total.
 #[inline(always)]
-fn sum_segment(segment: &[f32], lanes: usize, total: &mut [f64]) {
+fn sum_segment<T: Copy>(segment: &[T], lanes: usize, f: impl Fn(T) -> f32, total: &mut [f64]) {
     let segment = &segment[..lanes * SEGMENT_GROUPS];
     // The f32 sums first (8 lanes to a vector), then the f64 additions (4 to a vector).
     let mut sums = [0.0f32; WIDE_LANES];
     for (l, sum) in sums[..lanes].iter_mut().enumerate() {
-        let v = |g: usize| segment[g * lanes + l];
+        let v = |g: usize| f(segment[g * lanes + l]);
         let a: [f32; 8] = std::array::from_fn(|g| v(g) + v(g + 8));
         let b = [a[0] + a[4], a[1] + a[5], a[2] + a[6], a[3] + a[7]];
         let c = [b[0] + b[2], b[1] + b[3]];
@@ -135,17 +149,10 @@ pub(super) fn channel_means<T: Copy>(
     plane: &[T],
     pixels: usize,
     c: usize,
-    load: impl Fn(T) -> f32,
+    load: impl Fn(T) -> f32 + Copy,
 ) -> Vec<f32> {
     let mut sums = ChannelSums::new(c);
-    let mut buf = [0.0f32; WIDE_SEGMENT];
-    for chunk in plane.chunks(WIDE_SEGMENT) {
-        let values = &mut buf[..chunk.len()];
-        for (v, &x) in values.iter_mut().zip(chunk) {
-            *v = load(x);
-        }
-        sums.push(values);
-    }
+    sums.push_mapped(plane, load);
     sums.means(pixels, c)
 }
 
@@ -236,6 +243,38 @@ mod tests {
     }
 
     proptest! {
+        /// Values computed where they are summed (`push_mapped` of `u8`s) give the bits of
+        /// the same values computed first (`push` of `f32`s), however either is split.
+        #[test]
+        fn mapped_values_sum_like_the_values(
+            c in 1usize..7,
+            pixels in 0usize..1200,
+            cut in 0usize..8000,
+            delta in -0.2f32..0.2,
+            seed in any::<u64>(),
+        ) {
+            let n = pixels * c;
+            let mut x = seed | 1;
+            let bytes: Vec<u8> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let f = move |b: u8| f32::from(b) * (1.0 / 255.0) + delta;
+            let values: Vec<f32> = bytes.iter().map(|&b| f(b)).collect();
+            let cut = cut.min(n);
+            let mut mapped = ChannelSums::new(c);
+            mapped.push_mapped(&bytes[..cut], f);
+            mapped.push_mapped(&bytes[cut..], f);
+            let mut plain = ChannelSums::new(c);
+            plain.push(&values);
+            let bits = |m: Vec<f32>| m.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            prop_assert_eq!(bits(mapped.means(pixels, c)), bits(plain.means(pixels, c)));
+        }
+
         /// Any chunking gives the definition's bits, for any channel count.
         #[test]
         fn chunking_does_not_change_the_bits(

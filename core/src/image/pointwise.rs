@@ -294,9 +294,48 @@ fn means(
     gathered: &mut [u8],
 ) -> Vec<f32> {
     let plane = pixels * c;
+    let mut sums = ChannelSums::new(c);
+    // `u8` pixels with at most one brightness before the contrast (the usual augmentation):
+    // each value is computed where it is summed, with the same operations as `eval`.
+    let delta = match steps {
+        [] => Some(0.0),
+        [Step::Add(d)] => Some(*d),
+        _ => None,
+    };
+    if let Some(d) = delta {
+        let add = !steps.is_empty();
+        match src {
+            Src::U8(v) => {
+                push_u8(&mut sums, &v[..plane], load, add, d);
+                return sums.means(pixels, c);
+            }
+            Src::Window(view) => {
+                // A chunk at a time (whole segments, so the sums take their fast path),
+                // gathered run by run into `gathered` (a mirrored run reversed).
+                let mut pos = 0;
+                while pos < plane {
+                    let n = (plane - pos).min(gathered.len());
+                    let mut done = 0;
+                    while done < n {
+                        let (run, mirrored) = view.run(pos + done, n - done);
+                        let out = &mut gathered[done..done + run.len()];
+                        if mirrored {
+                            super::decode::mirror_copy(run, out, view.channels());
+                        } else {
+                            out.copy_from_slice(run);
+                        }
+                        done += run.len();
+                    }
+                    push_u8(&mut sums, &gathered[..n], load, add, d);
+                    pos += n;
+                }
+                return sums.means(pixels, c);
+            }
+            Src::F32(_) => {}
+        }
+    }
     let len = chunk_len(c);
     let mut buf = vec![0.0f32; len];
-    let mut sums = ChannelSums::new(c);
     let mut off = 0;
     while off < plane {
         let n = len.min(plane - off);
@@ -305,6 +344,18 @@ fn means(
         off += n;
     }
     sums.means(pixels, c)
+}
+
+/// Adds the values `load(x)` (then `+ d` if `add`) of `u8` pixels `values` to `sums`, each
+/// computed as `eval` computes it.
+#[inline(always)]
+fn push_u8(sums: &mut ChannelSums, values: &[u8], load: PointLoad, add: bool, d: f32) {
+    match (load, add) {
+        (PointLoad::Unit, false) => sums.push_mapped(values, |x| f32::from(x) * INV_255),
+        (PointLoad::Unit, true) => sums.push_mapped(values, move |x| f32::from(x) * INV_255 + d),
+        (PointLoad::Cast, false) => sums.push_mapped(values, f32::from),
+        (PointLoad::Cast, true) => sums.push_mapped(values, move |x| f32::from(x) + d),
+    }
 }
 
 /// Per-channel values repeated over `BLOCK` values (or over `c` if `c` does not divide it).
