@@ -237,6 +237,7 @@ impl Dataset {
             stats: Arc::clone(&stats),
             autotune: Arc::clone(&autotune),
             indices,
+            rows: Default::default(),
         });
         *self.node.state.last.lock().expect("stats lock") = Some(Arc::clone(&stats));
         let (stream, skipped) = build_node_from(self, &shared, epoch, skip)?;

@@ -25,7 +25,8 @@ pub struct Options {
     /// first iterated ([`crate::Dataset::seed`] tells which), as tf.data does without a seed.
     pub seed: Option<u64>,
     /// The most worker threads any one stage may use, and the default for `num_parallel =
-    /// auto`. Default: the number of CPUs.
+    /// auto`; the rows of a batch in `image_ops` run on this many threads of the run's own.
+    /// Default: the number of CPUs.
     pub cpu_budget: usize,
     /// Memory the pipeline's buffers and caches may hold, in bytes. Default: half the
     /// machine's memory. Buffers are sized within it; an in-memory cache that would exceed

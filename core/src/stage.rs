@@ -4,8 +4,8 @@ use std::any::Any;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -194,6 +194,27 @@ pub(crate) struct RunShared {
     pub(crate) autotune: Arc<Autotuner>,
     /// Stage index of each node, keyed by the node's address.
     pub(crate) indices: HashMap<usize, usize>,
+    /// The threads that run the rows of a batch in parallel (`image_ops` on batches),
+    /// `cpu_budget` of them, started on first use and ended with the run.
+    pub(crate) rows: OnceLock<Option<Arc<rayon::ThreadPool>>>,
+}
+
+impl RunShared {
+    /// The run's pool for a batch's rows ([`RunShared::rows`]); `None` if its threads could
+    /// not be started (the rows then run on rayon's global pool).
+    pub(crate) fn row_pool(&self) -> Option<Arc<rayon::ThreadPool>> {
+        self.rows
+            .get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(self.options.cpu_budget.max(1))
+                    .thread_name(|i| format!("sluice-rows-{i}"))
+                    .build()
+                    .map_err(|e| tracing::warn!(%e, "no pool for batch rows"))
+                    .ok()
+                    .map(Arc::new)
+            })
+            .clone()
+    }
 }
 
 /// What a stage receives when built: the pipeline's seed and options, the epoch, its own
@@ -231,6 +252,11 @@ impl BuildContext {
     /// The pipeline's error policy.
     pub fn error_policy(&self) -> ErrorPolicy {
         self.shared.options.error_policy
+    }
+
+    /// The run's threads for the rows of a batch (`cpu_budget` of them), if they started.
+    pub(crate) fn row_pool(&self) -> Option<Arc<rayon::ThreadPool>> {
+        self.shared.row_pool()
     }
 
     /// The stage's live metrics.

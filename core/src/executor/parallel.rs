@@ -477,6 +477,7 @@ mod tests {
                 stats: Arc::new(StatsRegistry::new()),
                 autotune: tuner,
                 indices: HashMap::new(),
+                rows: Default::default(),
             }),
             epoch: 0,
             index: 1,

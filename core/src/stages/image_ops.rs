@@ -1,7 +1,8 @@
 //! `image_ops`: decode and augment an image value with the built-in image ops.
 //!
 //! On one element the ops run on its image; on a batch of images (or of encoded images,
-//! after `batch`) the rows run in parallel on the rayon pool, each with its own RNG, and
+//! after `batch`) the rows run in parallel on the run's row threads (`cpu_budget` of them,
+//! a rayon pool that ends with the run), each with its own RNG, and
 //! an ops list ending in a colour chain writes each row straight into the batch's buffer.
 //! An `image_ops` followed by a `batch` runs fused with it the same way, with each
 //! element's own RNG, so the output is the two stages' bit for bit (see
@@ -260,7 +261,7 @@ fn scalar_bytes(t: &Tensor) -> Result<&[u8]> {
 
 /// Applies `ops` in order to the image value `input` (default `image`) of each element,
 /// writing the result to `output` (default: `input`). An element holding a batch of images
-/// (`[B, H, W, C]`, after `batch`) has its rows processed in parallel (rayon), each row with
+/// (`[B, H, W, C]`, after `batch`) has its rows processed in parallel (on the run's `cpu_budget` row threads), each row with
 /// its own RNG derived from the batch's id and the row. Random draws come from the element's
 /// RNG, so the output is fixed by the seed at any parallelism. A bad image fails that
 /// element with [`Error::Image`] and its provenance; the error policy decides.
@@ -598,7 +599,13 @@ impl ImageOpsSpec {
     }
 
     /// This stage's work on one element, with the stage's RNG key.
-    pub(crate) fn process(&self, mut element: Element, key: StreamKey) -> Result<Element> {
+    /// A batch's rows run on `rows` (the run's pool, `cpu_budget` threads) when given.
+    pub(crate) fn process(
+        &self,
+        mut element: Element,
+        key: StreamKey,
+        rows: Option<&rayon::ThreadPool>,
+    ) -> Result<Element> {
         let img = element
             .tensor(&self.input)
             .ok_or_else(|| {
@@ -611,10 +618,16 @@ impl ImageOpsSpec {
             let mut rngs: Vec<ElementRng> = (0..img.shape()[0] as u64)
                 .map(|i| key.element_rng(batch_row_id(id, i)))
                 .collect();
-            if img.rank() == 1 {
-                self.run_encoded_batch(&img, &mut rngs)?
-            } else {
-                geometry::map_batch_with_rngs(&img, &mut rngs, |row, rng| self.run(row, rng))?
+            let mut run = || {
+                if img.rank() == 1 {
+                    self.run_encoded_batch(&img, &mut rngs)
+                } else {
+                    geometry::map_batch_with_rngs(&img, &mut rngs, |row, rng| self.run(row, rng))
+                }
+            };
+            match rows {
+                Some(pool) => pool.install(run)?,
+                None => run()?,
             }
         } else {
             self.run(&img, &mut key.element_rng(element.id()))?
@@ -777,7 +790,9 @@ impl Stage for ImageOpsSpec {
         let upstream = crate::stages::single_input(inputs, "image_ops")?.open()?;
         let key = ctx.stream_key();
         let spec = Arc::new(self.clone());
-        let work: WorkFn = Arc::new(move |e: Element| spec.process(e, key).map(Some));
+        let rows = ctx.row_pool();
+        let work: WorkFn =
+            Arc::new(move |e: Element| spec.process(e, key, rows.as_deref()).map(Some));
         let spec = MapSpec {
             num_parallel: self.num_parallel,
             deterministic: self.deterministic,

@@ -3,7 +3,8 @@
 //! Written as users write it, `image_ops(...)` then `batch(64)` makes each augmented image
 //! on its own (a 600 KB `f32` tensor for a 224² RGB image) and then copies it into the
 //! batch. Fused, `batch` pulls 64 encoded elements from `image_ops`'s input and decodes and
-//! augments their rows in parallel (rayon) straight into the batch's buffer, as
+//! augments their rows in parallel (on the run's `cpu_budget` row threads) straight into the
+//! batch's buffer, as
 //! [`image_ops`](crate::stages::image_ops) does for a batch of encoded images: no
 //! per-image tensors, no copy, and the batch's rows run in parallel.
 //!
@@ -62,7 +63,10 @@ pub(crate) fn fuse(
         let skipped = upstream.skipped();
         let key = ctx.stream_key();
         let work_spec = Arc::clone(&ops);
-        let work: WorkFn = Arc::new(move |e: Element| work_spec.process(e, key).map(Some));
+        let rows = ctx.row_pool();
+        let work_rows = rows.clone();
+        let work: WorkFn =
+            Arc::new(move |e: Element| work_spec.process(e, key, work_rows.as_deref()).map(Some));
         Ok((
             Box::new(FusedBatches {
                 upstream: stream,
@@ -74,6 +78,7 @@ pub(crate) fn fuse(
                 size: spec.batch_size,
                 drop_remainder: spec.drop_remainder,
                 pending: VecDeque::new(),
+                rows,
             }) as BoxStream,
             skipped,
         ))
@@ -96,6 +101,8 @@ struct FusedBatches {
     drop_remainder: bool,
     /// Inputs pulled for a batch that could not be made in one go, to go the unfused way.
     pending: VecDeque<Result<Element>>,
+    /// The run's threads for a batch's rows.
+    rows: Option<Arc<rayon::ThreadPool>>,
 }
 
 /// One batch of `ops`'s outputs (RNG key `key`) made in one go from `items` (all of
@@ -202,7 +209,10 @@ impl ElementStream for FusedBatches {
             let whole = items.len() == self.size || !self.drop_remainder;
             if failed.is_none()
                 && whole
-                && let Some(batch) = fused_batch(&self.ops, self.key, &items)
+                && let Some(batch) = match &self.rows {
+                    Some(pool) => pool.install(|| fused_batch(&self.ops, self.key, &items)),
+                    None => fused_batch(&self.ops, self.key, &items),
+                }
             {
                 return Some(Ok(batch));
             }
@@ -265,7 +275,7 @@ mod tests {
         let batch = fused_batch(&ops, key, &items).expect("made in one go");
         let one_by_one: Vec<Element> = items
             .iter()
-            .map(|e| ops.process(e.clone(), key).unwrap())
+            .map(|e| ops.process(e.clone(), key, None).unwrap())
             .collect();
         assert_eq!(batch, combine_dense(&one_by_one).unwrap());
         assert_eq!(batch.tensor("image").unwrap().shape(), &[6, 6, 5, 3]);
