@@ -317,3 +317,27 @@ fn a_fused_pipeline_resumes_from_a_checkpoint_at_the_next_batch() {
         .collect();
     assert_eq!(unfused, tail);
 }
+
+#[test]
+fn images_decoded_upstream_fuse_too() {
+    let mut records = records();
+    records[6] = damaged(&records[6]);
+    // Decoded by a map (a damaged image stays encoded, and fails in image_ops), then
+    // augmented by image_ops with its own workers.
+    let ds = Dataset::from_elements(records)
+        .map(|mut e| {
+            let bytes = e.tensor("image").unwrap().as_bytes_list().unwrap()[0].clone();
+            if let Ok(img) = sluice_core::image::decode_image(&bytes, Some(3)) {
+                e.insert("image", img);
+            }
+            Ok(e)
+        })
+        .image_ops(ImageOpsSpec::new(augment_ops()[1..].to_vec()).num_parallel(2))
+        .batch(5);
+    let r = same(&ds, ErrorPolicy::Skip);
+    assert_eq!(r.outputs.len(), 7);
+    let first = r.outputs[0].as_ref().unwrap();
+    assert_eq!(first.tensor("image").unwrap().shape(), &[5, 24, 24, 3]);
+    assert!(r.skipped.contains(&("image_ops".to_string(), 1)));
+    same(&ds, ErrorPolicy::Fail);
+}

@@ -10,8 +10,8 @@
 //!
 //! **The output is the one of the unfused stages, bit for bit.** Each row gets the RNG the
 //! unfused `image_ops` gives its element (the `image_ops` stage's key and the element's
-//! id), and goes through the same code. When a batch cannot be made in one go (an image
-//! fails, the rows differ in shape, an element lacks the image, the input ends early with
+//! id), and goes through the same code (images already decoded are augmented row by row
+//! in parallel, then stacked). When a batch cannot be made in one go (an image fails, the rows differ in shape, an element lacks the image, the input ends early with
 //! `drop_remainder`, or an error comes from upstream), that batch is made again the unfused
 //! way from the same elements, so errors, skips and their counts are exactly those of
 //! the two stages. Stats still show `image_ops` (its work, counted in batches) and `batch`.
@@ -113,16 +113,33 @@ fn fused_batch(ops: &ImageOpsSpec, key: StreamKey, items: &[Element]) -> Option<
     let output = ops.output.as_deref().unwrap_or(input);
     let mut rows = Vec::with_capacity(items.len());
     for e in items {
-        let t = e.tensor(input)?;
-        if t.rank() != 0 || t.dtype() != DType::Bytes {
-            return None;
-        }
-        rows.push(t.clone());
+        rows.push(e.tensor(input)?.clone());
     }
+    let encoded = |t: &Tensor| t.rank() == 0 && t.dtype() == DType::Bytes;
+    // What `image_ops` takes for a batch of its own (it would key the rows' RNGs by row).
+    let batch_like = |t: &Tensor| t.rank() == 4 || (t.rank() == 1 && t.dtype() == DType::Bytes);
     let mut rngs: Vec<ElementRng> = items.iter().map(|e| key.element_rng(e.id())).collect();
-    let images = catch_unwind(AssertUnwindSafe(|| ops.run_encoded_rows(&rows, &mut rngs)))
+    let images = if rows.iter().all(encoded) {
+        // Decoded and augmented straight into the batch's buffer.
+        catch_unwind(AssertUnwindSafe(|| ops.run_encoded_rows(&rows, &mut rngs)))
+            .ok()?
+            .ok()?
+    } else if rows.iter().any(batch_like) {
+        return None;
+    } else {
+        // Images already decoded: each row augmented on its own, in parallel, then stacked.
+        use rayon::prelude::*;
+        let done = catch_unwind(AssertUnwindSafe(|| {
+            rows.par_iter()
+                .zip(rngs.par_iter_mut())
+                .map(|(row, rng)| ops.run(row, rng))
+                .collect::<Result<Vec<Tensor>>>()
+        }))
         .ok()?
         .ok()?;
+        let refs: Vec<&Tensor> = done.iter().collect();
+        Tensor::stack(&refs).ok()?
+    };
     // The other values batch as `batch` batches them; the images' slot (if the output
     // replaces a value) is held by a placeholder, then filled in place.
     let placeholder = Value::Dense(Tensor::scalar_bytes(bytes::Bytes::new()));
@@ -279,6 +296,23 @@ mod tests {
             .collect();
         assert_eq!(batch, combine_dense(&one_by_one).unwrap());
         assert_eq!(batch.tensor("image").unwrap().shape(), &[6, 6, 5, 3]);
+        // Decoded images are augmented row by row, then stacked: the same batch again.
+        let decoded: Vec<Element> = items
+            .iter()
+            .map(|e| {
+                let bytes = &e.tensor("image").unwrap().as_bytes_list().unwrap()[0];
+                let mut e = e.clone();
+                e.insert("image", crate::image::decode_image(bytes, Some(3)).unwrap());
+                e
+            })
+            .collect();
+        let ops_after_decode = ImageOpsSpec::new(ops.ops[1..].to_vec());
+        let from_decoded = fused_batch(&ops_after_decode, key, &decoded).expect("in one go");
+        let decoded_one_by_one: Vec<Element> = decoded
+            .iter()
+            .map(|e| ops_after_decode.process(e.clone(), key, None).unwrap())
+            .collect();
+        assert_eq!(from_decoded, combine_dense(&decoded_one_by_one).unwrap());
         // Not in one go: a bad image, an image of other rank, a missing image.
         let mut bad = items.clone();
         bad[2].insert(
@@ -286,9 +320,9 @@ mod tests {
             Tensor::scalar_bytes(bytes::Bytes::from_static(b"nope")),
         );
         assert!(fused_batch(&ops, key, &bad).is_none());
-        let mut decoded = items.clone();
-        decoded[0].insert("image", Tensor::scalar_i64(3));
-        assert!(fused_batch(&ops, key, &decoded).is_none());
+        let mut mixed = items.clone();
+        mixed[0].insert("image", Tensor::scalar_i64(3));
+        assert!(fused_batch(&ops, key, &mixed).is_none());
         let mut missing = items;
         missing[5].remove("image");
         assert!(fused_batch(&ops, key, &missing).is_none());
