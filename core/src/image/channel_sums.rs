@@ -161,6 +161,17 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// `n` pseudo-random words (xorshift from `seed`).
+    fn noise(seed: u64, n: usize) -> impl Iterator<Item = u64> {
+        let mut x = seed | 1;
+        (0..n).map(move |_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        })
+    }
+
     /// The definition, one value at a time.
     fn reference(values: &[f32], pixels: usize, c: usize) -> Vec<f32> {
         if pixels == 0 {
@@ -210,14 +221,8 @@ mod tests {
         // 224 x 224 x 3: within one unit in the last place of the exact mean (the f64 sum of
         // the f32 values, exact here to far below that), where a running f32 sum drifts.
         let n = 224 * 224;
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let v: Vec<f32> = (0..n * 3)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % 256) as f32 * (1.0 / 255.0) + 0.0123
-            })
+        let v: Vec<f32> = noise(0x9e37_79b9_7f4a_7c15, n * 3)
+            .map(|x| (x % 256) as f32 * (1.0 / 255.0) + 0.0123)
             .collect();
         let ours = channel_means(&v, n, 3, |x| x);
         let mut running = [0.0f32; 3];
@@ -254,14 +259,7 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let n = pixels * c;
-            let mut x = seed | 1;
-            let bytes: Vec<u8> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
+            let bytes: Vec<u8> = noise(seed, n).map(|x| x as u8)
                 .collect();
             let f = move |b: u8| f32::from(b) * (1.0 / 255.0) + delta;
             let values: Vec<f32> = bytes.iter().map(|&b| f(b)).collect();
@@ -284,14 +282,8 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let n = pixels * c;
-            let mut x = seed | 1;
-            let values: Vec<f32> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x % 100_000) as f32 / 1000.0 - 20.0
-                })
+            let values: Vec<f32> = noise(seed, n)
+                .map(|x| (x % 100_000) as f32 / 1000.0 - 20.0)
                 .collect();
             let mut cuts: Vec<usize> = cuts.into_iter().map(|k| k.min(n)).collect();
             cuts.push(0);

@@ -150,18 +150,55 @@ pub(crate) struct Groups {
 
 impl Source<Vec<Element>> for Groups {
     fn next_item(&mut self) -> Option<Result<Vec<Element>>> {
-        let mut items = Vec::with_capacity(self.size);
-        while items.len() < self.size {
-            match self.upstream.next() {
-                Some(Ok(e)) => items.push(e),
-                Some(Err(e)) => return Some(Err(e)),
-                None => break,
+        let upstream = &mut self.upstream;
+        group(|| upstream.next(), self.size, self.drop_remainder)
+    }
+}
+
+/// The next group of `size` elements from `pull` (smaller at the end unless
+/// `drop_remainder`); an error from `pull` ends the group and is returned instead.
+pub(crate) fn group(
+    mut pull: impl FnMut() -> Option<Result<Element>>,
+    size: usize,
+    drop_remainder: bool,
+) -> Option<Result<Vec<Element>>> {
+    let mut items = Vec::with_capacity(size);
+    while items.len() < size {
+        match pull() {
+            Some(Ok(e)) => items.push(e),
+            Some(Err(e)) => return Some(Err(e)),
+            None => break,
+        }
+    }
+    if items.is_empty() || (drop_remainder && items.len() < size) {
+        return None;
+    }
+    Some(Ok(items))
+}
+
+/// The next batch of the elements `pull` gives: a [`group`] combined by `combine`; a batch
+/// that cannot be combined goes through `ctx`'s error policy (all its elements counted).
+pub(crate) fn next_batch(
+    mut pull: impl FnMut() -> Option<Result<Element>>,
+    size: usize,
+    drop_remainder: bool,
+    combine: impl Fn(&[Element]) -> Result<Element>,
+    ctx: &BuildContext,
+) -> Option<Result<Element>> {
+    loop {
+        let items = match group(&mut pull, size, drop_remainder)? {
+            Ok(items) => items,
+            Err(e) => return Some(Err(e)),
+        };
+        match combine(&items) {
+            Ok(b) => return Some(Ok(b)),
+            Err(e) => {
+                let e = ctx.element_error(&items[0], e);
+                if let Some(e) = ctx.on_error_dropping(e, items.len() as u64) {
+                    return Some(Err(e));
+                }
             }
         }
-        if items.is_empty() || (self.drop_remainder && items.len() < self.size) {
-            return None;
-        }
-        Some(Ok(items))
     }
 }
 
@@ -177,21 +214,18 @@ pub(crate) struct BatchStream {
 
 impl ElementStream for BatchStream {
     fn next(&mut self) -> Option<Result<Element>> {
-        loop {
-            let items = match self.groups.next_item()? {
-                Ok(items) => items,
-                Err(e) => return Some(Err(e)),
-            };
-            match (self.combine)(&items) {
-                Ok(b) => return Some(Ok(b)),
-                Err(e) => {
-                    let e = self.ctx.element_error(&items[0], e);
-                    if let Some(e) = self.ctx.on_error_dropping(e, items.len() as u64) {
-                        return Some(Err(e));
-                    }
-                }
-            }
-        }
+        let Groups {
+            upstream,
+            size,
+            drop_remainder,
+        } = &mut self.groups;
+        next_batch(
+            || upstream.next(),
+            *size,
+            *drop_remainder,
+            &self.combine,
+            &self.ctx,
+        )
     }
 }
 

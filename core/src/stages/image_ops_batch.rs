@@ -25,11 +25,12 @@ use std::sync::Arc;
 
 use crate::element::{Element, Value};
 use crate::error::Result;
-use crate::executor::parallel::{WorkFn, apply};
+use crate::executor::parallel::WorkFn;
 use crate::rng::{ElementRng, StreamKey};
 use crate::stage::{BuildContext, Input, Stage};
-use crate::stages::batch::{BatchSpec, combine_dense};
+use crate::stages::batch::{BatchSpec, combine_dense, next_batch};
 use crate::stages::image_ops::ImageOpsSpec;
+use crate::stages::map::map_next;
 use crate::stream::{BoxStream, ElementStream};
 use crate::tensor::{DType, Tensor};
 
@@ -159,49 +160,28 @@ fn fused_batch(ops: &ImageOpsSpec, key: StreamKey, items: &[Element]) -> Option<
 }
 
 impl FusedBatches {
-    /// The next of `image_ops`'s outputs, the unfused way: the pending inputs first, then
-    /// the upstream; failures go through `image_ops`'s error policy.
-    fn next_unfused(&mut self) -> Option<Result<Element>> {
-        loop {
-            let element = match self.pending.pop_front().or_else(|| self.upstream.next())? {
-                Ok(e) => e,
-                Err(e) => return Some(Err(e)),
-            };
-            match apply(&self.work, element, &self.ops_ctx) {
-                Ok(Some(e)) => return Some(Ok(e)),
-                Ok(None) => continue,
-                Err(e) => match self.ops_ctx.on_error(e) {
-                    Some(e) => return Some(Err(e)),
-                    None => continue,
-                },
-            }
-        }
-    }
-
-    /// One batch the unfused way (`batch` over `image_ops`).
+    /// One batch the unfused way (`batch` over `image_ops`): `image_ops`'s work on the
+    /// pending inputs first, then the upstream's, with its error policy, batched as `batch`
+    /// batches.
     fn batch_unfused(&mut self) -> Option<Result<Element>> {
-        loop {
-            let mut items = Vec::with_capacity(self.size);
-            while items.len() < self.size {
-                match self.next_unfused() {
-                    Some(Ok(e)) => items.push(e),
-                    Some(Err(e)) => return Some(Err(e)),
-                    None => break,
-                }
-            }
-            if items.is_empty() || (self.drop_remainder && items.len() < self.size) {
-                return None;
-            }
-            match combine_dense(&items) {
-                Ok(b) => return Some(Ok(b)),
-                Err(e) => {
-                    let e = self.batch_ctx.element_error(&items[0], e);
-                    if let Some(e) = self.batch_ctx.on_error_dropping(e, items.len() as u64) {
-                        return Some(Err(e));
-                    }
-                }
-            }
-        }
+        let FusedBatches {
+            upstream,
+            pending,
+            work,
+            ops_ctx,
+            batch_ctx,
+            size,
+            drop_remainder,
+            ..
+        } = self;
+        let mut pull = || pending.pop_front().or_else(|| upstream.next());
+        next_batch(
+            || map_next(&mut pull, work, ops_ctx),
+            *size,
+            *drop_remainder,
+            combine_dense,
+            batch_ctx,
+        )
     }
 }
 

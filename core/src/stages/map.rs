@@ -168,19 +168,30 @@ struct SequentialMap {
 
 impl ElementStream for SequentialMap {
     fn next(&mut self) -> Option<Result<Element>> {
-        loop {
-            let element = match self.upstream.next()? {
-                Ok(e) => e,
-                Err(e) => return Some(Err(e)),
-            };
-            match apply(&self.f, element, &self.ctx) {
-                Ok(Some(e)) => return Some(Ok(e)),
-                Ok(None) => continue,
-                Err(e) => match self.ctx.on_error(e) {
-                    Some(e) => return Some(Err(e)),
-                    None => continue,
-                },
-            }
+        let upstream = &mut self.upstream;
+        map_next(|| upstream.next(), &self.f, &self.ctx)
+    }
+}
+
+/// The next output of `f` over the elements `pull` gives, on this thread, with `ctx`'s error
+/// policy: upstream errors pass through, elements `f` drops or fails under skip are skipped.
+pub(crate) fn map_next(
+    mut pull: impl FnMut() -> Option<Result<Element>>,
+    f: &WorkFn,
+    ctx: &BuildContext,
+) -> Option<Result<Element>> {
+    loop {
+        let element = match pull()? {
+            Ok(e) => e,
+            Err(e) => return Some(Err(e)),
+        };
+        match apply(f, element, ctx) {
+            Ok(Some(e)) => return Some(Ok(e)),
+            Ok(None) => continue,
+            Err(e) => match ctx.on_error(e) {
+                Some(e) => return Some(Err(e)),
+                None => continue,
+            },
         }
     }
 }
