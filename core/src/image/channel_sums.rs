@@ -24,6 +24,9 @@
 //! `f64` rounding; TensorFlow's pairwise sum of a 224² image has 16 levels, so its bound is
 //! 16 units. Streaming the sum instead of folding a stored image took the `augment`
 //! benchmark's batched pipeline from ~4,900 to ~5,300 images/s (BENCHMARKS.md).
+//!
+//! [`ByteSums`] are the exact integer sums of `u8` pixels, from which the fused chain takes
+//! a contrast's means when its values are loaded pixels plus at most one brightness delta.
 
 /// Lanes when the channel count divides it: a multiple of every vector width in use.
 const WIDE_LANES: usize = 48;
@@ -144,6 +147,136 @@ fn sum_segment<T: Copy>(segment: &[T], lanes: usize, f: impl Fn(T) -> f32, total
     }
 }
 
+/// Exact per-channel sums of `u8` values, streamed: what a contrast's means are computed
+/// from when its values are `u8` pixels loaded to `f32` plus at most one brightness delta
+/// (the usual augmentation), so the means need no `f32` value at all.
+///
+/// Value `j` goes to lane `j mod L` (`L` as for [`ChannelSums`]); each lane adds its values
+/// in `u16` over up to 256 groups of `L` values (no overflow: 256 × 255 < 2^16), then into a
+/// `u64` total. Integer addition is exact, so any split of the values between calls, any
+/// order of a row's pixels and any vector width give the same sums; the lanes are only there
+/// so the additions vectorize (16 or 32 bytes at a time instead of one).
+pub(super) struct ByteSums {
+    lanes: usize,
+    /// How many values have been added (their count mod `lanes` is the next value's lane).
+    seen: usize,
+    /// One total per lane.
+    total: Vec<u64>,
+}
+
+/// Groups of `WIDE_LANES` values a lane adds in `u16` before its `u64` total.
+const U16_GROUPS: usize = 256;
+const _: () = assert!(U16_GROUPS * 255 <= u16::MAX as usize);
+
+impl ByteSums {
+    /// Empty sums for an image of `c` channels (`c >= 1`).
+    pub(super) fn new(c: usize) -> Self {
+        let c = c.max(1);
+        let lanes = if WIDE_LANES.is_multiple_of(c) {
+            WIDE_LANES
+        } else {
+            c
+        };
+        ByteSums {
+            lanes,
+            seen: 0,
+            total: vec![0; lanes],
+        }
+    }
+
+    /// Adds the next `values` (in image order, or any order of whole pixels). Inlined, so it
+    /// is vectorized for the CPU of the function it is called from.
+    #[inline(always)]
+    pub(super) fn push(&mut self, mut values: &[u8]) {
+        let lanes = self.lanes;
+        // Up to the next group boundary one value at a time.
+        while !self.seen.is_multiple_of(lanes) && !values.is_empty() {
+            self.total[self.seen % lanes] += u64::from(values[0]);
+            self.seen += 1;
+            values = &values[1..];
+        }
+        let whole = values.len() - values.len() % lanes;
+        if lanes == WIDE_LANES {
+            let total: &mut [u64; WIDE_LANES] =
+                (&mut self.total[..]).try_into().expect("WIDE_LANES lanes");
+            wide_byte_sums(&values[..whole], total);
+        } else {
+            for group in values[..whole].chunks_exact(lanes) {
+                for (t, &x) in self.total.iter_mut().zip(group) {
+                    *t += u64::from(x);
+                }
+            }
+        }
+        self.seen += whole;
+        for &x in &values[whole..] {
+            self.total[self.seen % lanes] += u64::from(x);
+            self.seen += 1;
+        }
+    }
+
+    /// The `c` per-channel sums (`c` as given to [`new`](Self::new)).
+    pub(super) fn sums(&self, c: usize) -> Vec<u64> {
+        (0..c)
+            .map(|ch| self.total.iter().skip(ch).step_by(c.max(1)).sum())
+            .collect()
+    }
+}
+
+/// Adds `values` (whole groups of `WIDE_LANES`) to the lanes' totals: value `j` to lane
+/// `j mod WIDE_LANES`.
+#[inline(always)]
+fn wide_byte_sums(values: &[u8], total: &mut [u64; WIDE_LANES]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[allow(unsafe_code)]
+        // SAFETY: `wide_byte_sums_avx2` only requires AVX2, which the line above checked
+        // this CPU has.
+        unsafe {
+            wide_byte_sums_avx2(values, total)
+        };
+        return;
+    }
+    wide_byte_sums_portable(values, total);
+}
+
+/// [`wide_byte_sums`] on any CPU.
+fn wide_byte_sums_portable(values: &[u8], total: &mut [u64; WIDE_LANES]) {
+    for block in values.chunks(WIDE_LANES * U16_GROUPS) {
+        let mut acc = [0u16; WIDE_LANES];
+        for group in block.chunks_exact(WIDE_LANES) {
+            for (a, &b) in acc.iter_mut().zip(group) {
+                *a += u16::from(b);
+            }
+        }
+        for (t, &a) in total.iter_mut().zip(&acc) {
+            *t += u64::from(a);
+        }
+    }
+}
+
+/// [`wide_byte_sums`] with AVX2: a group's 48 bytes as three vectors of 16 `u16` lanes
+/// (the compiler's own vectorization of the portable loop widened 4 bytes at a time).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn wide_byte_sums_avx2(values: &[u8], total: &mut [u64; WIDE_LANES]) {
+    use std::arch::x86_64::{__m128i, __m256i, _mm256_add_epi16, _mm256_cvtepu8_epi16};
+    const VECTORS: usize = WIDE_LANES / 16;
+    for block in values.chunks(WIDE_LANES * U16_GROUPS) {
+        let mut acc = [bytemuck::cast::<[u16; 16], __m256i>([0; 16]); VECTORS];
+        for group in block.chunks_exact(WIDE_LANES) {
+            for (a, bytes) in acc.iter_mut().zip(group.chunks_exact(16)) {
+                let bytes: __m128i = bytemuck::pod_read_unaligned(bytes);
+                *a = _mm256_add_epi16(*a, _mm256_cvtepu8_epi16(bytes));
+            }
+        }
+        for (t, a) in total.chunks_exact_mut(16).zip(acc) {
+            for (t, a) in t.iter_mut().zip(bytemuck::cast::<__m256i, [u16; 16]>(a)) {
+                *t += u64::from(a);
+            }
+        }
+    }
+}
+
 /// The per-channel means of `plane` (`pixels × c` values), each value mapped by `load`.
 pub(super) fn channel_means<T: Copy>(
     plane: &[T],
@@ -245,6 +378,77 @@ mod tests {
         // The naive running sum is measurably worse (the reason for the lanes and segments).
         let exact0: f64 = v.iter().step_by(3).map(|&x| f64::from(x)).sum::<f64>() / n as f64;
         assert!((f64::from(running[0]) - exact0).abs() > f64::from(f32::EPSILON) * exact0);
+    }
+
+    /// Per-channel sums one value at a time.
+    fn byte_reference(bytes: &[u8], c: usize) -> Vec<u64> {
+        (0..c)
+            .map(|ch| {
+                bytes
+                    .iter()
+                    .skip(ch)
+                    .step_by(c)
+                    .map(|&x| u64::from(x))
+                    .sum()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn byte_sums_of_a_large_bright_image_do_not_overflow() {
+        // Every value 255 in an image far larger than the u16 accumulators' 256 groups.
+        let bytes = vec![255u8; 1000 * 1000 * 3];
+        let mut sums = ByteSums::new(3);
+        sums.push(&bytes);
+        assert_eq!(sums.sums(3), vec![255 * 1_000_000; 3]);
+    }
+
+    #[test]
+    fn the_portable_byte_sums_equal_the_vector_ones() {
+        let bytes: Vec<u8> = noise(7, WIDE_LANES * 700)
+            .map(|x| (x >> 20) as u8)
+            .collect();
+        let (mut portable, mut detected) = ([0u64; WIDE_LANES], [0u64; WIDE_LANES]);
+        wide_byte_sums_portable(&bytes, &mut portable);
+        wide_byte_sums(&bytes, &mut detected);
+        assert_eq!(portable, detected);
+        let lane0: u64 = bytes
+            .iter()
+            .step_by(WIDE_LANES)
+            .map(|&x| u64::from(x))
+            .sum();
+        assert_eq!(portable[0], lane0);
+    }
+
+    proptest! {
+        /// Byte sums equal the plain per-channel sums for any channel count, however the
+        /// values are split between calls, and whatever the order of the pixels within a
+        /// call (a mirrored row).
+        #[test]
+        fn byte_sums_are_exact_in_any_split_and_pixel_order(
+            c in 1usize..7,
+            pixels in 0usize..40_000,
+            cuts in proptest::collection::vec(0usize..200_000, 0..6),
+            reverse in any::<bool>(),
+            seed in any::<u64>(),
+        ) {
+            let n = pixels * c;
+            let bytes: Vec<u8> = noise(seed, n).map(|x| (x >> 24) as u8).collect();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|k| k.min(pixels) * c).collect();
+            cuts.push(0);
+            cuts.push(n);
+            cuts.sort_unstable();
+            let mut sums = ByteSums::new(c);
+            for w in cuts.windows(2) {
+                let mut part = bytes[w[0]..w[1]].to_vec();
+                if reverse {
+                    let reversed: Vec<u8> = part.chunks(c).rev().flatten().copied().collect();
+                    part = reversed;
+                }
+                sums.push(&part);
+            }
+            prop_assert_eq!(sums.sums(c), byte_reference(&bytes, c));
+        }
     }
 
     proptest! {

@@ -40,8 +40,10 @@
 //!   the last place against TensorFlow's 16 for a 224² image), so the means agree to about
 //!   one unit in the last place and the outputs to about 1e-7; on the test vectors taken
 //!   from TensorFlow they agree exactly for `u8` and within 1e-6 for `f32`. The order is
-//!   fixed, so results do not depend on thread count or vector width, and the fused
-//!   [`PointChain`](super::PointChain) gets the same bits as the op.
+//!   fixed, so results do not depend on thread count or vector width. The fused
+//!   [`PointChain`](super::PointChain) gets the same bits as the op, except that a contrast
+//!   straight after loading `u8` pixels (plus at most one brightness) takes the exact mean
+//!   from integer sums (see its docs).
 //! - [`normalize`] and [`denormalize`] have no `tf.image` counterpart (`tf.image` only has
 //!   `per_image_standardization`); they are the usual `(x - mean) / std` per channel.
 
