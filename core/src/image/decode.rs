@@ -589,6 +589,10 @@ type CropRows<'a> = &'a mut dyn FnMut(usize, usize) -> Result<usize>;
 
 /// Decodes a JPEG into `out` (its length set to the bytes written: every row, or for a
 /// crop at least the rows it needs), returning (height, width, channels).
+///
+/// For a crop of a sequential JPEG the frame header is read here (size checked, the crop's
+/// rows asked for) and the decoder is only made for the shortened copy, so the headers
+/// (Huffman tables included) are decoded once.
 fn decode_jpeg(
     data: &[u8],
     channels: Option<usize>,
@@ -600,6 +604,28 @@ fn decode_jpeg(
         .set_strict_mode(true)
         .set_max_width(usize::from(u16::MAX))
         .set_max_height(usize::from(u16::MAX));
+    let mut crop = crop;
+    if let Some(rows) = crop.as_deref_mut()
+        && let Some(frame) = sequential_frame(data)
+        && frame.height > 0
+        && frame.width > 0
+    {
+        let (h, w) = (frame.height, frame.width);
+        limits.check("JPEG", h as u64, w as u64)?;
+        check_jpeg_end(data)?;
+        let needed = rows(h, w)?;
+        return match shortened_jpeg(data, &frame, needed) {
+            Some((short, short_h)) => {
+                let decoder = JpegDecoder::new_with_options(ZCursor::new(&short[..]), options);
+                let (_, _, c) = decode_frame(decoder, options, channels, short_h, w, out)?;
+                Ok((h, w, c))
+            }
+            None => {
+                let decoder = JpegDecoder::new_with_options(ZCursor::new(data), options);
+                decode_frame(decoder, options, channels, h, w, out)
+            }
+        };
+    }
     let mut decoder = JpegDecoder::new_with_options(ZCursor::new(data), options);
     decoder.decode_headers().map_err(zune_err)?;
     check_jpeg_end(data)?;
@@ -607,6 +633,24 @@ fn decode_jpeg(
         .dimensions()
         .ok_or_else(|| Error::Image("invalid JPEG data: no frame header".to_string()))?;
     limits.check("JPEG", h as u64, w as u64)?;
+    // A crop whose rows cannot be cut short (progressive, multi-scan) decodes every row.
+    if let Some(rows) = crop {
+        rows(h, w)?;
+    }
+    decode_frame(decoder, options, channels, h, w, out)
+}
+
+/// Decodes the frame of `decoder` (`height × width` as its header says) into `out` with
+/// the channels asked for, returning (height, width, channels).
+fn decode_frame(
+    mut decoder: JpegDecoder<ZCursor<&[u8]>>,
+    options: DecoderOptions,
+    channels: Option<usize>,
+    height: usize,
+    width: usize,
+    out: &mut Vec<u8>,
+) -> Result<(usize, usize, usize)> {
+    decoder.decode_headers().map_err(zune_err)?;
     let input = decoder
         .input_colorspace()
         .ok_or_else(|| Error::Image("invalid JPEG data: no frame header".to_string()))?;
@@ -623,30 +667,14 @@ fn decode_jpeg(
         Some(4) => (ColorSpace::RGB, 3, Some(4)),
         Some(_) => (ColorSpace::RGB, 3, None),
     };
-    let rows_needed = match crop {
-        Some(rows) => Some(rows(h, w)?),
-        None => None,
-    };
-    let short = rows_needed.and_then(|rows| shortened_jpeg(data, h, rows));
-    match short {
-        Some((short, short_h)) => {
-            let mut short_decoder = JpegDecoder::new_with_options(
-                ZCursor::new(&short[..]),
-                options.jpeg_set_out_colorspace(out_space),
-            );
-            decode_into(&mut short_decoder, short_h * w * out_channels, out)?;
-        }
-        None => {
-            decoder.set_options(options.jpeg_set_out_colorspace(out_space));
-            decode_into(&mut decoder, h * w * out_channels, out)?;
-        }
-    }
+    decoder.set_options(options.jpeg_set_out_colorspace(out_space));
+    decode_into(&mut decoder, height * width * out_channels, out)?;
     Ok(match then {
         Some(to) => {
             *out = convert_channels(std::mem::take(out), out_channels, to);
-            (h, w, to)
+            (height, width, to)
         }
-        None => (h, w, out_channels),
+        None => (height, width, out_channels),
     })
 }
 
@@ -711,12 +739,23 @@ fn decode_into(
     decoder.decode_into(out).map_err(zune_err)
 }
 
-/// A copy of a baseline JPEG whose frame header says the image is only as tall as needed to
-/// decode the first `rows` rows exactly, with that height; `None` when that cannot be done
-/// (progressive or multi-scan, restart-free parsing failed, or no rows would be saved).
-fn shortened_jpeg(data: &[u8], height: usize, rows: usize) -> Option<(Vec<u8>, usize)> {
+/// What a crop decode reads from a sequential JPEG's headers itself: the frame's size,
+/// where its height is stored, and its MCU height.
+struct SequentialFrame {
+    height: usize,
+    width: usize,
+    /// Offset of the frame header's height field.
+    height_at: usize,
+    /// Pixel rows per MCU row.
+    mcu_height: usize,
+}
+
+/// The frame of a baseline (or extended sequential Huffman) JPEG whose first scan holds
+/// every component, read by walking the marker segments from SOI; `None` for anything else
+/// (progressive, arithmetic-coded or multi-scan, or headers that do not parse).
+fn sequential_frame(data: &[u8]) -> Option<SequentialFrame> {
     let mut pos = 2; // after SOI
-    let mut sof: Option<(usize, usize)> = None; // (offset of the height field, MCU height)
+    let mut frame: Option<SequentialFrame> = None;
     let mut components = 0;
     loop {
         if *data.get(pos)? != 0xff {
@@ -740,32 +779,49 @@ fn shortened_jpeg(data: &[u8], height: usize, rows: usize) -> Option<(Vec<u8>, u
                 for i in 0..components {
                     v_max = v_max.max(usize::from(*segment.get(6 + 3 * i + 1)? & 0x0f));
                 }
-                sof = Some((pos + 5, 8 * v_max));
+                let field = |at: usize| {
+                    Some(usize::from(u16::from_be_bytes([
+                        *segment.get(at)?,
+                        *segment.get(at + 1)?,
+                    ])))
+                };
+                frame = Some(SequentialFrame {
+                    height: field(1)?,
+                    width: field(3)?,
+                    height_at: pos + 5,
+                    mcu_height: 8 * v_max,
+                });
             }
             0xc2..=0xcf if marker != 0xc4 && marker != 0xc8 && marker != 0xcc => return None,
             0xda => {
-                let (height_at, mcu) = sof?;
                 // A sequential scan holding every component is the only scan.
-                if usize::from(*segment.first()?) != components {
-                    return None;
-                }
-                // Margin: chroma upsampling of the last needed row reads the chroma row
-                // below it, so the image must go on for a chroma row (`mcu / 8` pixel
-                // rows) past it, plus one row of slack. (Checked against full decodes:
-                // a one-row crop at every row, each subsampling, in the decode tests; on
-                // the benchmark's JPEGs one row of margin was already enough.)
-                let short_h = (rows + mcu / 8 + 1).div_ceil(mcu) * mcu;
-                if short_h >= height {
-                    return None;
-                }
-                let mut short = data.to_vec();
-                short[height_at..height_at + 2].copy_from_slice(&(short_h as u16).to_be_bytes());
-                return Some((short, short_h));
+                return (usize::from(*segment.first()?) == components)
+                    .then_some(frame)
+                    .flatten();
             }
             _ => {}
         }
         pos += 2 + len;
     }
+}
+
+/// A copy of the JPEG `data` (whose frame is `frame`) with a frame header saying the image
+/// is only as tall as needed to decode its first `rows` rows exactly, with that height;
+/// `None` when no rows would be saved.
+fn shortened_jpeg(data: &[u8], frame: &SequentialFrame, rows: usize) -> Option<(Vec<u8>, usize)> {
+    let mcu = frame.mcu_height;
+    // Margin: chroma upsampling of the last needed row reads the chroma row below it, so
+    // the image must go on for a chroma row (`mcu / 8` pixel rows) past it, plus one row of
+    // slack. (Checked against full decodes: a one-row crop at every row, each subsampling,
+    // in the decode tests; on the benchmark's JPEGs one row of margin was already enough.)
+    let short_h = (rows + mcu / 8 + 1).div_ceil(mcu) * mcu;
+    if short_h >= frame.height {
+        return None;
+    }
+    let mut short = data.to_vec();
+    let at = frame.height_at;
+    short[at..at + 2].copy_from_slice(&(short_h as u16).to_be_bytes());
+    Some((short, short_h))
 }
 
 fn png_err(e: image::ImageError) -> Error {
@@ -902,18 +958,20 @@ mod tests {
                 .unwrap();
             out
         };
+        // The frame as the headers say.
+        let jpeg = encode(false, None);
+        let frame = sequential_frame(&jpeg).unwrap();
+        assert_eq!((frame.height, frame.width, frame.mcu_height), (64, 64, 16));
+        let short_of = |jpeg: &[u8], rows| shortened_jpeg(jpeg, &sequential_frame(jpeg)?, rows);
         // 4:2:0: MCU rows of 16; 10 rows needed (+ 3 of margin) → decode 16 of 64; 14
         // needed → 32.
-        let (short, h) = shortened_jpeg(&encode(false, None), 64, 10).unwrap();
+        let (short, h) = short_of(&jpeg, 10).unwrap();
         assert_eq!(h, 16);
         assert_eq!(decode_image(&short, None).unwrap().shape(), &[16, 64, 3]);
-        assert_eq!(shortened_jpeg(&encode(false, None), 64, 14).unwrap().1, 32);
-        assert_eq!(
-            shortened_jpeg(&encode(false, Some(2)), 64, 10).unwrap().1,
-            16
-        );
-        assert!(shortened_jpeg(&encode(false, None), 64, 50).is_none());
-        assert!(shortened_jpeg(&encode(true, None), 64, 10).is_none());
+        assert_eq!(short_of(&jpeg, 14).unwrap().1, 32);
+        assert_eq!(short_of(&encode(false, Some(2)), 10).unwrap().1, 16);
+        assert!(short_of(&jpeg, 50).is_none());
+        assert!(sequential_frame(&encode(true, None)).is_none());
     }
 
     #[test]
