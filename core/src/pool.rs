@@ -63,7 +63,9 @@ pub(crate) fn take<T: Poolable>(capacity: usize) -> Vec<T> {
             return v;
         }
     }
-    Vec::with_capacity(capacity)
+    let v = Vec::with_capacity(capacity);
+    advise_huge_pages(&v);
+    v
 }
 
 /// A vector of `len` values, recycled when one fits, whose values are unspecified (stale
@@ -83,7 +85,43 @@ pub(crate) fn take_filled<T: Poolable + Copy + Default>(len: usize) -> Vec<T> {
             return v;
         }
     }
-    vec![T::default(); len]
+    let v = vec![T::default(); len];
+    advise_huge_pages(&v);
+    v
+}
+
+/// Size of a transparent huge page on x86_64 and most aarch64 kernels.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Asks the kernel to back the whole 2 MiB pages inside `v`'s allocation with transparent
+/// huge pages, when it is large enough to hold one (Linux; elsewhere nothing). A batch
+/// buffer (38 MB for 64 images of 224×224×3 `f32`) then takes ~20 page faults instead of
+/// ~9,400 and its writes miss the TLB far less often. Only advice: where the kernel has
+/// transparent huge pages off (or on for every mapping) nothing changes.
+fn advise_huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        let start = v.as_ptr() as usize;
+        let end = start + bytes_of::<T>(v.capacity());
+        let first = start.next_multiple_of(HUGE_PAGE);
+        let last = end - end % HUGE_PAGE;
+        if last > first {
+            #[allow(unsafe_code)]
+            // SAFETY: `[first, last)` lies inside `v`'s allocation, which this process
+            // owns, and MADV_HUGEPAGE changes neither its contents nor its validity (only
+            // how the kernel backs it: an advice call with no memory-safety effect). Its
+            // result is ignored: failing only means ordinary pages.
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (v, HUGE_PAGE);
 }
 
 /// `v` as [`Bytes`] whose allocation goes back to the pool when the last reference drops
