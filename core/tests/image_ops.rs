@@ -175,11 +175,17 @@ fn fused_brightness_and_contrast_equal_the_two_ops() {
         for op in &spec.ops {
             step = op.apply(&step, &mut rng).unwrap();
         }
+        // From `f32` the same bits; from `u8` the fused pass takes the contrast's means
+        // exactly from the pixels' integer sums, so up to their rounding.
         let (a, b) = (fused.as_f32().unwrap(), step.as_f32().unwrap());
-        assert!(
-            a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
-            "{dtype}"
-        );
+        match dtype {
+            DType::F32 => assert!(a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())),
+            _ => assert!(
+                close(&fused, &step),
+                "{dtype}: {} differ",
+                diff(&fused, &step)
+            ),
+        }
     }
 }
 
