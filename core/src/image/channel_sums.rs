@@ -37,6 +37,17 @@ const _: () = assert!(
     "sum_segment's folds are written out for 16"
 );
 
+/// Lanes for an image of `c` channels (`c >= 1`; 0 is taken as 1): `WIDE_LANES` when `c`
+/// divides it, otherwise `c`, so every lane holds one channel.
+fn lanes_for(c: usize) -> usize {
+    let c = c.max(1);
+    if WIDE_LANES.is_multiple_of(c) {
+        WIDE_LANES
+    } else {
+        c
+    }
+}
+
 /// Running per-lane sums of an image's values (see the [module docs](self)).
 pub(super) struct ChannelSums {
     lanes: usize,
@@ -49,12 +60,7 @@ pub(super) struct ChannelSums {
 impl ChannelSums {
     /// Empty sums for an image of `c` channels (`c >= 1`).
     pub(super) fn new(c: usize) -> Self {
-        let c = c.max(1);
-        let lanes = if WIDE_LANES.is_multiple_of(c) {
-            WIDE_LANES
-        } else {
-            c
-        };
+        let lanes = lanes_for(c);
         ChannelSums {
             lanes,
             pending: Vec::with_capacity(lanes * SEGMENT_GROUPS),
@@ -171,12 +177,7 @@ const _: () = assert!(U16_GROUPS * 255 <= u16::MAX as usize);
 impl ByteSums {
     /// Empty sums for an image of `c` channels (`c >= 1`).
     pub(super) fn new(c: usize) -> Self {
-        let c = c.max(1);
-        let lanes = if WIDE_LANES.is_multiple_of(c) {
-            WIDE_LANES
-        } else {
-            c
-        };
+        let lanes = lanes_for(c);
         ByteSums {
             lanes,
             seen: 0,
