@@ -747,6 +747,7 @@ fn merge(epochs: &[PipelineStats]) -> PipelineStats {
         m.consumer_wait_seconds += s.consumer_wait_seconds;
         m.caused_wait_seconds += s.caused_wait_seconds;
         m.workers = m.workers.max(s.workers);
+        m.row_threads = m.row_threads.max(s.row_threads);
         m.buffer_len = s.buffer_len;
         m.buffer_capacity = m.buffer_capacity.max(s.buffer_capacity);
         m.skipped += s.skipped;
@@ -808,6 +809,7 @@ fn zeroed(s: &StageStats) -> StageStats {
         consumer_wait_seconds: 0.0,
         caused_wait_seconds: 0.0,
         workers: 0,
+        row_threads: 0,
         busy_fraction: 0.0,
         buffer_len: 0,
         buffer_capacity: 0,
@@ -847,6 +849,7 @@ mod tests {
             consumer_wait_seconds: 0.0,
             caused_wait_seconds: 0.0,
             workers: 0,
+            row_threads: 0,
             busy_fraction: 0.0,
             buffer_len: 0,
             buffer_capacity: 0,

@@ -24,6 +24,7 @@ pub struct StageMetrics {
     buffer_samples: AtomicU64,
     buffer_sum: AtomicU64,
     workers: AtomicU64,
+    row_threads: AtomicU64,
     skipped: AtomicU64,
     counts_own_inputs: AtomicBool,
 }
@@ -95,6 +96,11 @@ impl StageMetrics {
     pub fn set_workers(&self, n: usize) {
         self.workers.store(n as u64, Relaxed);
     }
+    /// Records that the stage runs the rows of its batches on the run's `n` row threads
+    /// (`image_ops` on batches, and fused with `batch`).
+    pub fn set_row_threads(&self, n: usize) {
+        self.row_threads.store(n as u64, Relaxed);
+    }
     /// Counts an element skipped under the skip error policy.
     pub fn add_skipped(&self, n: u64) {
         self.skipped.fetch_add(n, Relaxed);
@@ -129,6 +135,10 @@ pub struct StageStats {
     pub caused_wait_seconds: f64,
     /// Worker threads (0: runs on its consumer's thread).
     pub workers: u64,
+    /// The run's row threads the stage runs its batches' rows on (0: none). While it
+    /// works they all do, so its busy time is theirs too: `busy_fraction` is the share of
+    /// the wall time they were at work.
+    pub row_threads: u64,
     /// Busy time as a fraction of the wall time available to the stage's threads.
     pub busy_fraction: f64,
     /// Output buffer: last occupancy, capacity and mean occupancy (0 without a buffer).
@@ -139,6 +149,14 @@ pub struct StageStats {
     pub buffer_mean: f64,
     /// Elements skipped under the skip error policy.
     pub skipped: u64,
+}
+
+impl StageStats {
+    /// The threads doing the stage's work: its workers, or the row threads its batches'
+    /// rows run on (0: it runs on its consumer's thread alone).
+    pub fn threads(&self) -> u64 {
+        self.workers.max(self.row_threads)
+    }
 }
 
 /// Statistics of a pipeline run (the latest iteration of a dataset).
@@ -200,7 +218,7 @@ impl PipelineStats {
                 st.name,
                 st.elements_in,
                 st.elements_out,
-                st.workers,
+                st.threads(),
                 st.busy_fraction * 100.0,
                 st.wait_upstream_seconds,
                 st.wait_downstream_seconds,
@@ -231,7 +249,7 @@ impl PipelineStats {
                     b.name,
                     b.caused_wait_seconds,
                     b.busy_fraction * 100.0,
-                    b.workers.max(1)
+                    b.threads().max(1)
                 );
             }
             None => s.push_str("\nbottleneck: none measured"),
@@ -378,6 +396,7 @@ impl StatsRegistry {
                     consumer_wait_seconds: secs(&m.consumer_wait_ns),
                     caused_wait_seconds: 0.0,
                     workers,
+                    row_threads: m.row_threads.load(Relaxed),
                     busy_fraction: if wall > 0.0 {
                         (busy / (wall * workers.max(1) as f64)).min(1.0)
                     } else {

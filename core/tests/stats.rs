@@ -174,3 +174,74 @@ fn large_elements_are_counted_as_they_pass() {
     let map = stage(&stats, "map");
     assert_eq!(map.elements_out, 3, "{}", stats.report());
 }
+
+/// `image_ops` running a batch's rows on the run's row threads (fused with `batch`, or on a
+/// batch of encoded images) reports those threads, in its stats and in the report's
+/// bottleneck line; on single images without a batch after it, none.
+#[test]
+fn image_ops_on_batches_reports_the_row_threads() {
+    let shards = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/tfrecord/images.tfrecord-*"
+    );
+    let parsed = || {
+        Dataset::tfrecord([shards])
+            .unwrap()
+            .parse_example(ParseExampleSpec::new([(
+                "image",
+                FeatureSpec::scalar(FeatureType::String),
+            )]))
+    };
+    let ops = || {
+        ImageOpsSpec::new(vec![
+            ImageOp::Decode { channels: Some(3) },
+            ImageOp::RandomCrop {
+                height: 16,
+                width: 16,
+            },
+            ImageOp::ToUnitF32,
+        ])
+    };
+    let options = |budget| Options::default().with_seed(1).with_cpu_budget(budget);
+    for budget in [1, 3] {
+        // Fused: image_ops then batch.
+        let fused = parsed()
+            .image_ops(ops())
+            .batch(8)
+            .with_options(options(budget));
+        let stats = run(&fused, 4);
+        let img = stage(&stats, "image_ops");
+        assert_eq!(img.row_threads, budget as u64, "{}", stats.report());
+        assert_eq!(img.threads(), budget as u64);
+        if stats.bottleneck().is_some_and(|b| b.name == "image_ops") {
+            assert!(
+                stats
+                    .report()
+                    .contains(&format!("of its {budget} thread(s)")),
+                "{}",
+                stats.report()
+            );
+        }
+        // On batches of encoded images.
+        let batched = parsed()
+            .batch(8)
+            .image_ops(ops())
+            .with_options(options(budget));
+        let stats = run(&batched, 4);
+        assert_eq!(stage(&stats, "image_ops").row_threads, budget as u64);
+    }
+    // Single images, nothing batched: no row threads.
+    let single = parsed()
+        .image_ops(ops().num_parallel(NumParallel::Sequential))
+        .with_options(options(2));
+    let mut it = single.iter().unwrap();
+    assert_eq!(it.by_ref().count(), 32);
+    let stats = it.stats();
+    let img = stage(&stats, "image_ops");
+    assert_eq!(
+        (img.row_threads, img.threads()),
+        (0, 0),
+        "{}",
+        stats.report()
+    );
+}

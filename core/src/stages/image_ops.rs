@@ -20,6 +20,7 @@ use crate::image::{PointChain, PointLoad, PointOp, color, decode, geometry};
 use crate::rng::{ElementRng, StreamKey};
 use crate::stage::{BuildContext, Input, NumParallel, Stage};
 use crate::stages::map::{MapSpec, run_elementwise};
+use crate::stats::StageMetrics;
 use crate::stream::BoxStream;
 use crate::tensor::{DType, Tensor, TensorData};
 
@@ -599,12 +600,14 @@ impl ImageOpsSpec {
     }
 
     /// This stage's work on one element, with the stage's RNG key.
-    /// A batch's rows run on `rows` (the run's pool, `cpu_budget` threads) when given.
+    /// A batch's rows run on `rows` (the run's pool, `cpu_budget` threads) when given, and
+    /// `metrics` (the stage's) then record those threads.
     pub(crate) fn process(
         &self,
         mut element: Element,
         key: StreamKey,
         rows: Option<&rayon::ThreadPool>,
+        metrics: Option<&StageMetrics>,
     ) -> Result<Element> {
         let img = element
             .tensor(&self.input)
@@ -626,7 +629,12 @@ impl ImageOpsSpec {
                 }
             };
             match rows {
-                Some(pool) => pool.install(run)?,
+                Some(pool) => {
+                    if let Some(m) = metrics {
+                        m.set_row_threads(pool.current_num_threads());
+                    }
+                    pool.install(run)?
+                }
                 None => run()?,
             }
         } else {
@@ -791,8 +799,11 @@ impl Stage for ImageOpsSpec {
         let key = ctx.stream_key();
         let spec = Arc::new(self.clone());
         let rows = ctx.row_pool();
-        let work: WorkFn =
-            Arc::new(move |e: Element| spec.process(e, key, rows.as_deref()).map(Some));
+        let metrics = Arc::clone(ctx.metrics());
+        let work: WorkFn = Arc::new(move |e: Element| {
+            spec.process(e, key, rows.as_deref(), Some(&metrics))
+                .map(Some)
+        });
         let spec = MapSpec {
             num_parallel: self.num_parallel,
             deterministic: self.deterministic,

@@ -65,9 +65,17 @@ pub(crate) fn fuse(
         let key = ctx.stream_key();
         let work_spec = Arc::clone(&ops);
         let rows = ctx.row_pool();
+        if let Some(pool) = &rows {
+            // The stats show `image_ops` doing the work, on the row threads.
+            ctx.metrics().set_row_threads(pool.current_num_threads());
+        }
         let work_rows = rows.clone();
-        let work: WorkFn =
-            Arc::new(move |e: Element| work_spec.process(e, key, work_rows.as_deref()).map(Some));
+        let metrics = Arc::clone(ctx.metrics());
+        let work: WorkFn = Arc::new(move |e: Element| {
+            work_spec
+                .process(e, key, work_rows.as_deref(), Some(&metrics))
+                .map(Some)
+        });
         Ok((
             Box::new(FusedBatches {
                 upstream: stream,
@@ -272,7 +280,7 @@ mod tests {
         let batch = fused_batch(&ops, key, &items).expect("made in one go");
         let one_by_one: Vec<Element> = items
             .iter()
-            .map(|e| ops.process(e.clone(), key, None).unwrap())
+            .map(|e| ops.process(e.clone(), key, None, None).unwrap())
             .collect();
         assert_eq!(batch, combine_dense(&one_by_one).unwrap());
         assert_eq!(batch.tensor("image").unwrap().shape(), &[6, 6, 5, 3]);
@@ -290,7 +298,11 @@ mod tests {
         let from_decoded = fused_batch(&ops_after_decode, key, &decoded).expect("in one go");
         let decoded_one_by_one: Vec<Element> = decoded
             .iter()
-            .map(|e| ops_after_decode.process(e.clone(), key, None).unwrap())
+            .map(|e| {
+                ops_after_decode
+                    .process(e.clone(), key, None, None)
+                    .unwrap()
+            })
             .collect();
         assert_eq!(from_decoded, combine_dense(&decoded_one_by_one).unwrap());
         // Not in one go: a bad image, an image of other rank, a missing image.
