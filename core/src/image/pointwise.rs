@@ -267,31 +267,26 @@ fn image_pass(
     image_pass_body(src, dst, pixels, c, steps, load);
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn image_pass_avx512(
-    src: Src<'_>,
-    dst: &mut [f32],
-    pixels: usize,
-    c: usize,
-    steps: &[Step],
-    load: PointLoad,
-) {
-    image_pass_body(src, dst, pixels, c, steps, load);
+/// [`image_pass_body`] built for a target feature: the compiler vectorizes the same code
+/// for that vector width.
+macro_rules! image_pass_for {
+    ($name:ident, $feature:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        fn $name(
+            src: Src<'_>,
+            dst: &mut [f32],
+            pixels: usize,
+            c: usize,
+            steps: &[Step],
+            load: PointLoad,
+        ) {
+            image_pass_body(src, dst, pixels, c, steps, load);
+        }
+    };
 }
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn image_pass_avx2(
-    src: Src<'_>,
-    dst: &mut [f32],
-    pixels: usize,
-    c: usize,
-    steps: &[Step],
-    load: PointLoad,
-) {
-    image_pass_body(src, dst, pixels, c, steps, load);
-}
+image_pass_for!(image_pass_avx512, "avx512f");
+image_pass_for!(image_pass_avx2, "avx2");
 
 #[inline(always)]
 fn image_pass_body(
