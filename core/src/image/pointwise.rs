@@ -234,8 +234,9 @@ fn check_output_len(out: &[f32], len: usize) -> Result<()> {
 }
 
 /// One image through the chain: each contrast's means, then the output values. Runs the
-/// AVX-512 or AVX2 build of the same code where the CPU has it (same operations, same
-/// results: only the vector width differs, and no multiply-add is fused).
+/// AVX-512 (F, BW, VL and VBMI: byte permutes for mirrored rows) or AVX2 build of the same
+/// code where the CPU has it (same operations, same results: only the vector width
+/// differs, and no multiply-add is fused).
 fn image_pass(
     src: Src<'_>,
     dst: &mut [f32],
@@ -245,10 +246,14 @@ fn image_pass(
     load: PointLoad,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
+    {
         #[allow(unsafe_code)]
-        // SAFETY: `image_pass_avx512` only requires AVX-512F, which the line above checked
-        // this CPU has.
+        // SAFETY: `image_pass_avx512` only requires AVX-512 F, BW, VL and VBMI, which the
+        // lines above checked this CPU has.
         unsafe {
             image_pass_avx512(src, dst, pixels, c, steps, load)
         };
@@ -285,7 +290,7 @@ macro_rules! image_pass_for {
         }
     };
 }
-image_pass_for!(image_pass_avx512, "avx512f");
+image_pass_for!(image_pass_avx512, "avx512f,avx512bw,avx512vl,avx512vbmi");
 image_pass_for!(image_pass_avx2, "avx2");
 
 #[inline(always)]
