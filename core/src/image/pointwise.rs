@@ -336,7 +336,6 @@ fn means(
     load: PointLoad,
     gathered: &mut [u8],
 ) -> Vec<f32> {
-    let plane = pixels * c;
     // `u8` pixels with at most one brightness before the contrast (the usual augmentation):
     // the means of `load(x) + d` from the exact integer sums of `x`.
     let delta = match steps {
@@ -344,22 +343,9 @@ fn means(
         [Step::Add(d)] => Some(*d),
         _ => None,
     };
-    if let Some(d) = delta {
-        let mut sums = ByteSums::new(c);
-        match src {
-            Src::U8(v) => sums.push(&v[..plane]),
-            Src::Window(view) => {
-                // Row by row, in place: the sums do not depend on the pixels' order, so a
-                // mirrored run is summed as it lies.
-                let mut pos = 0;
-                while pos < plane {
-                    let (run, _mirrored) = view.run(pos, plane - pos);
-                    sums.push(run);
-                    pos += run.len();
-                }
-            }
-            Src::F32(_) => return float_means(src, pixels, c, steps, load, gathered),
-        }
+    if let Some(d) = delta
+        && let Some(sums) = byte_sums(src, pixels * c, c)
+    {
         return sums
             .sums(c)
             .into_iter()
@@ -367,6 +353,27 @@ fn means(
             .collect();
     }
     float_means(src, pixels, c, steps, load, gathered)
+}
+
+/// The exact per-channel sums of the first `plane` values of a `u8` source (`None` for an
+/// `f32` one). A window is summed row by row in place: the sums do not depend on the
+/// pixels' order, so a mirrored run is summed as it lies.
+#[inline(always)]
+fn byte_sums(src: Src<'_>, plane: usize, c: usize) -> Option<ByteSums> {
+    let mut sums = ByteSums::new(c);
+    match src {
+        Src::U8(v) => sums.push(&v[..plane]),
+        Src::Window(view) => {
+            let mut pos = 0;
+            while pos < plane {
+                let (run, _mirrored) = view.run(pos, plane - pos);
+                sums.push(run);
+                pos += run.len();
+            }
+        }
+        Src::F32(_) => return None,
+    }
+    Some(sums)
 }
 
 /// The mean of `load(x) + d` over `pixels` values `x` whose sum is `sum`, computed in `f64`
