@@ -76,7 +76,10 @@ pub(crate) struct Components {
     pub y: usize,
     pub sample_ratio: SampleRatios,
     // a very annoying bug
-    pub fix_an_annoying_bug: usize
+    pub fix_an_annoying_bug: usize,
+    /// Sluice patch: the blocks `[x0, x1) x [y0, y1)` (in this component's 8x8 blocks) whose
+    /// IDCT a window needs; every block without a window.
+    pub(crate) idct_blocks: [usize; 4]
 }
 
 impl Components {
@@ -174,7 +177,8 @@ impl Components {
             y: 0,
             w2: 0,
             sample_ratio: SampleRatios::None,
-            fix_an_annoying_bug: 1
+            fix_an_annoying_bug: 1,
+            idct_blocks: [0, usize::MAX, 0, usize::MAX]
         })
     }
     /// Setup space for upsampling

@@ -157,6 +157,9 @@ pub struct JpegDecoder<T> {
     pub(crate) coeff:    usize, // Solves some weird bug :)
     /// Extended XMP segments
     pub(crate) extended_xmp_segments: Vec<ExtendedXmpSegment>,
+    /// Sluice patch: the window `[x0, y0, x1, y1)` (pixels) that [`JpegDecoder::set_window`]
+    /// restricts decoding to, if any.
+    pub(crate) window: Option<[usize; 4]>,
 }
 
 impl<T> JpegDecoder<T>
@@ -203,6 +206,7 @@ where
             is_mjpeg:          false,
             coeff:             1,
             extended_xmp_segments: vec![],
+            window:            None,
         }
     }
     /// Decode a buffer already in memory
@@ -337,6 +341,25 @@ where
     /// ```
     pub fn set_options(&mut self, options: DecoderOptions) {
         self.options = options;
+    }
+
+    /// Sluice patch: decode only what the pixels in columns `x..x + width` and rows
+    /// `y..y + height` need.
+    ///
+    /// The output buffer keeps the full image's size and layout. Inside the window its pixels
+    /// are exactly those of a full decode; outside it they are unspecified (stale or
+    /// partially converted values, never uninitialised memory).
+    ///
+    /// For a baseline (sequential) JPEG whose first scan holds every component:
+    /// - entropy decoding stops after the last MCU row the window needs;
+    /// - the IDCT is skipped for blocks no pixel of the window depends on (a subsampled
+    ///   component keeps a margin of two samples for the upsampler's neighbours);
+    /// - colour conversion only converts the window's pixels.
+    ///
+    /// Other JPEGs (progressive, multi-scan) are decoded whole. Because decoding stops early,
+    /// corruption in the entropy-coded data below the window is not detected.
+    pub fn set_window(&mut self, x: usize, y: usize, width: usize, height: usize) {
+        self.window = Some([x, y, x.saturating_add(width), y.saturating_add(height)]);
     }
     fn reassemble_extended_xmp(&mut self) {
         if self.extended_xmp_segments.is_empty() {

@@ -186,6 +186,19 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
 
         let mut pixels_written = 0;
 
+        // Sluice patch: which blocks a window needs, and the MCU row after which to stop.
+        let stop_row = match self.window {
+            Some(window) if all_components_in_first_scan && self.coeff == 1 => {
+                self.apply_window(window, mcu_height)
+            }
+            _ => {
+                for component in &mut self.components {
+                    component.idct_blocks = [0, usize::MAX, 0, usize::MAX];
+                }
+                None
+            }
+        };
+
         let is_hv = usize::from(self.is_interleaved);
         let upsampler_scratch_size = is_hv * self.components.iter().map(|x| x.width_stride).max().unwrap_or(0) * 8;
         let mut upsampler_scratch_space = vec![0; upsampler_scratch_size];
@@ -258,6 +271,10 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                         &mut pixels_written,
                         &mut upsampler_scratch_space
                     )?;
+                    // Sluice patch: the window's rows are all written.
+                    if stop_row == Some(i) {
+                        return Ok(());
+                    }
                 }
 
                 match terminate {
@@ -394,6 +411,52 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
         return Ok(());
     }
 
+    /// Sluice patch: sets each component's `idct_blocks` to the blocks the pixels of
+    /// `[x0, y0, x1, y1)` depend on, and returns the last MCU row they need (`None` if that is
+    /// the last row, or if the sampling factors are not ones this handles, in which case
+    /// every block is transformed).
+    fn apply_window(&mut self, [x0, y0, x1, y1]: [usize; 4], mcu_rows: usize) -> Option<usize> {
+        let (h_max, v_max) = (self.h_max, self.v_max);
+        let regular = self.components.iter().all(|c| {
+            c.horizontal_sample > 0
+                && c.vertical_sample > 0
+                && h_max % c.horizontal_sample == 0
+                && v_max % c.vertical_sample == 0
+        });
+        if !regular || x0 >= x1 || y0 >= y1 {
+            for component in &mut self.components {
+                component.idct_blocks = [0, usize::MAX, 0, usize::MAX];
+            }
+            return None;
+        }
+        // Pixels `lo..hi` (one axis) in 8x8 blocks of a component sampled every `s` pixels.
+        // A subsampled component is upsampled from its neighbouring samples: keep two more
+        // on each side.
+        let blocks = |lo: usize, hi: usize, s: usize| {
+            let (mut a, mut b) = (lo / s, hi.div_ceil(s));
+            if s > 1 {
+                a = a.saturating_sub(2);
+                b = b.saturating_add(2);
+            }
+            (a / 8, b.div_ceil(8))
+        };
+        for c in &mut self.components {
+            let (bx0, bx1) = blocks(x0, x1, h_max / c.horizontal_sample);
+            let (by0, by1) = blocks(y0, y1, v_max / c.vertical_sample);
+            c.idct_blocks = [bx0, bx1, by0, by1];
+        }
+        let mcu_pixels = if self.is_interleaved { 8 * v_max } else { 8 };
+        // With vertical upsampling an MCU row's last `v_max` pixel rows are written with the
+        // next MCU row (`post_process`).
+        let vertical = self
+            .components
+            .iter()
+            .any(|c| matches!(c.sample_ratio, SampleRatios::V | SampleRatios::HV));
+        let delayed = if vertical { v_max } else { 0 };
+        let last = (y1 - 1 + delayed) / mcu_pixels;
+        (last + 1 < mcu_rows).then_some(last)
+    }
+
     fn decode_mcu_width<const PROGRESSIVE: bool>(
         &mut self, mcu_width: usize, mcu_height: usize, tmp: &mut [i32; 64],
         stream: &mut BitStream, progressive: &mut [Vec<i16>; 4]
@@ -520,7 +583,17 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                         if SAMPLED && !PROGRESSIVE { 0..component.horizontal_sample } else { 0..1 };
 
                     for h_samp in h_step {
-                        let result = if component_samples_needed {
+                        // Sluice patch: a block outside the window's `idct_blocks` is
+                        // entropy-decoded only for its DC prediction (later blocks need it):
+                        // neither stored nor transformed.
+                        let [bx0, bx1, by0, by1] = component.idct_blocks;
+                        let bx = j * component.horizontal_sample + h_samp;
+                        let by = mcu_height * component.vertical_sample + v_samp;
+                        let in_window =
+                            PROGRESSIVE || (bx >= bx0 && bx < bx1 && by >= by0 && by < by1);
+                        let transform = component_samples_needed && in_window;
+
+                        let result = if transform {
                             // Fill the array with zeroes, decode_mcu_block expects
                             // a zero based array. Clobber is in zig-zag order though.
                             // Writing consecutive entries is basically free in terms
@@ -539,6 +612,14 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                                 ac_table,
                                 qt_table,
                                 tmp,
+                                &mut component.dc_pred
+                            )
+                        } else if component_samples_needed {
+                            // `tmp` is not touched, so `clobber_more_than_4x4` still holds.
+                            stream.skip_mcu_block(
+                                &mut self.stream,
+                                dc_table,
+                                ac_table,
                                 &mut component.dc_pred
                             )
                         } else {
@@ -565,7 +646,7 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                             };
                         };
 
-                        if component_samples_needed {
+                        if transform {
                             // tmp was only written partially, note that len is in ZigZag order.
                             clobber_more_than_4x4 = len > 10;
 
@@ -807,13 +888,28 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
         if out_colorspace_components < comp_len && self.options.jpeg_get_out_colorspace() == Luma {
             comp_len = out_colorspace_components;
         }
+        // Sluice patch: with a window, only its pixels are converted.
+        let window = self.window;
+        let line_len = width * out_colorspace_components;
         let mut color_conv_function =
             |num_iters: usize, samples: [&[i16]; 4]| -> Result<(), DecodeErrors> {
                 for (pos, output) in pixels[px..]
-                    .chunks_exact_mut(width * out_colorspace_components)
+                    .chunks_exact_mut(line_len)
                     .take(num_iters)
                     .enumerate()
                 {
+                    let line = px / line_len;
+                    px += line_len;
+                    let (lo, hi) = match window {
+                        None => (0, width),
+                        Some([x0, y0, x1, y1]) => {
+                            let hi = x1.min(width);
+                            if line < y0 || line >= y1 || x0 >= hi {
+                                continue;
+                            }
+                            (x0, hi)
+                        }
+                    };
                     let mut raw_samples: [&[i16]; 4] = [&[], &[], &[], &[]];
 
                     // iterate over each line, since color-convert needs only
@@ -824,7 +920,16 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                             return Err(DecodeErrors::FormatStatic("Missing samples"));
                         }
                         *samp = temp.unwrap();
+                        if window.is_some() {
+                            *samp = &samp[lo..hi];
+                        }
                     }
+                    let (output, width, padded_width) = if window.is_some() {
+                        let out = &mut output[lo * out_colorspace_components..hi * out_colorspace_components];
+                        (out, hi - lo, hi - lo)
+                    } else {
+                        (output, width, padded_width)
+                    };
                     color_convert(
                         &raw_samples,
                         self.color_convert_16,
@@ -834,7 +939,6 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                         width,
                         padded_width
                     )?;
-                    px += width * out_colorspace_components;
                 }
                 Ok(())
             };
