@@ -4,8 +4,11 @@
 //!   what TensorFlow 2.21 decoded (`images.json`): PNGs byte for byte (sha256 of the decoded
 //!   bytes), JPEGs by shape and mean pixel (zune-jpeg's IDCT and upsampling are not
 //!   libjpeg-turbo's) within [`JPEG_MEAN_TOLERANCE`]; labels equal.
-//! - `decode_and_crop` equals cropping a full decode, including where decoding stops early
-//!   (baseline 4:2:0 / 4:4:4 / grey JPEGs, with and without restart intervals).
+//! - `decode_and_crop` equals cropping a full decode byte for byte (zune-jpeg's window
+//!   decoding skips the IDCT and colour conversion outside the window and stops below it):
+//!   one-row and one-column windows at every row and column, and random windows (proptest),
+//!   for every chroma subsampling jpeg-encoder writes, grey, restart intervals and
+//!   progressive JPEGs, with 1, 3 and 4 output channels.
 //! - `decode_jpeg_scaled` picks the smallest DCT scale covering the request.
 //! - Bad input (truncated, wrong magic, empty, zero or absurd size, corrupt) is an
 //!   `Error::Image`, never a panic; arbitrary bytes never panic (proptest).
@@ -222,6 +225,9 @@ fn crops_equal_cropped_full_decodes() {
         (false, R_4_2_0, None, false),
         (false, R_4_4_4, None, false),
         (false, R_4_2_2, None, false),
+        (false, R_4_4_0, None, false),
+        (false, R_4_1_1, None, false),
+        (false, R_4_1_0, Some(2), false),
         (false, R_4_2_0, Some(3), false),
         (true, R_4_4_4, None, false),
         (false, R_4_2_0, None, true),
@@ -251,8 +257,10 @@ fn crops_equal_cropped_full_decodes() {
                 );
             }
         }
-        // A one-row crop ending at every row: where decoding stops moves past each MCU
-        // boundary, and the last needed row must still be upsampled from the same chroma.
+        // A one-row crop at every row: where decoding stops moves past each MCU boundary,
+        // and the needed rows must still be upsampled from the same chroma rows; a
+        // one-column crop at every column: the blocks transformed move across each MCU
+        // column.
         let full = decode_image(&jpeg, None).unwrap();
         for y in 0..h {
             let crop = (y, 0, 1, w);
@@ -262,6 +270,51 @@ fn crops_equal_cropped_full_decodes() {
                 "grey {grey} {sampling:?} {restart:?} prog {progressive} row {y}"
             );
         }
+        for x in 0..w {
+            let crop = (0, x, h, 1);
+            assert_eq!(
+                decode_and_crop(&jpeg, crop, None).unwrap(),
+                crop_of(&full, crop),
+                "grey {grey} {sampling:?} {restart:?} prog {progressive} column {x}"
+            );
+        }
+    }
+}
+
+/// Every chroma subsampling jpeg-encoder writes.
+const SAMPLINGS: [jpeg_encoder::SamplingFactor; 8] = {
+    use jpeg_encoder::SamplingFactor::*;
+    [
+        R_4_4_4, R_4_4_0, R_4_4_1, R_4_2_2, R_4_2_0, R_4_2_1, R_4_1_1, R_4_1_0,
+    ]
+};
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A random window of a random JPEG (any subsampling, grey, restart intervals,
+    /// progressive; sizes from 1 pixel, not multiples of the MCU) decodes to exactly the
+    /// pixels of the full decode, for every channel count.
+    #[test]
+    fn random_windows_equal_cropped_full_decodes(
+        w in 1usize..90,
+        h in 1usize..90,
+        sampling in 0usize..SAMPLINGS.len(),
+        grey in prop::bool::weighted(0.15),
+        restart in prop::option::weighted(0.25, 1u16..6),
+        progressive in prop::bool::weighted(0.15),
+        channels in prop::sample::select(vec![None, Some(1), Some(3), Some(4)]),
+        window in (0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0, 0.0f64..1.0),
+    ) {
+        let jpeg = encode_jpeg(w, h, grey, SAMPLINGS[sampling], restart, progressive);
+        let (fy, fx, fh, fw) = window;
+        let y = (fy * h as f64) as usize % h;
+        let x = (fx * w as f64) as usize % w;
+        let height = 1 + (fh * (h - y) as f64) as usize % (h - y);
+        let width = 1 + (fw * (w - x) as f64) as usize % (w - x);
+        let crop = (y, x, height, width);
+        let full = decode_image(&jpeg, channels).unwrap();
+        prop_assert_eq!(decode_and_crop(&jpeg, crop, channels).unwrap(), crop_of(&full, crop));
     }
 }
 

@@ -60,12 +60,18 @@
 //! - The decoded buffer becomes the tensor's `TensorData::U8` without a copy (a channel
 //!   conversion, 16-bit PNG or crop builds its one new buffer).
 //!
-//! [`decode_and_crop`] decodes only the rows a crop needs where it can (a baseline JPEG whose
-//! single scan holds every component: the frame header is told the image ends at the first
-//! MCU row boundary a chroma row plus one pixel row below the crop, so entropy decoding, IDCT
-//! and colour conversion stop there; the result is bit-identical to cropping a full decode; a
-//! 224×224 crop of a 1024×768 JPEG costs 70 % (centre) to 45 % (top) of the full decode). [`decode_jpeg_scaled`] decodes at 1/2, 1/4 or 1/8 of the
-//! size in the DCT domain (jpeg-decoder): that saves IDCT and colour-conversion work but not
+//! [`decode_and_crop`] (and a `random_crop` or `center_crop` right after `decode` in
+//! [`ImageOpsSpec`](crate::stages::image_ops::ImageOpsSpec)) decodes only what the crop needs where it can:
+//! for a baseline JPEG whose single scan holds every component, zune-jpeg (with Sluice's
+//! window patch, `vendor/zune-jpeg/SLUICE-PATCH.md`) stops entropy decoding after the crop's
+//! last MCU row, skips the IDCT of blocks the crop does not depend on (keeping two chroma
+//! samples of margin for upsampling) and colour-converts only the crop's pixels. The result is
+//! bit-identical to cropping a full decode. A 224×224 crop costs 80 % (centre) to 72 % (top)
+//! of the full decode of a 256×256 JPEG, 48 % to 22 % of a 1024×768 one (`benches/decode.rs`).
+//! Decoding that stops early does not see corruption in the data below the crop (the end of
+//! the file is still checked, so truncation is an error).
+//!
+//! [`decode_jpeg_scaled`] decodes at 1/2, 1/4 or 1/8 of the size in the DCT domain (jpeg-decoder): that saves IDCT and colour-conversion work but not
 //! entropy decoding, and jpeg-decoder's entropy decoding is slower than zune-jpeg's, so a 1/4
 //! decode is only about as fast as zune-jpeg's full decode on detailed images (numbers in
 //! `benches/decode.rs`).
@@ -202,10 +208,11 @@ pub fn decode_image_with_limits(
 /// [`Error::Image`].
 ///
 /// For a baseline JPEG whose single scan holds all components (what most encoders write),
-/// decoding stops at the first MCU row boundary a chroma row (plus one pixel row) below the
-/// window: rows further down are neither entropy-decoded nor transformed. The pixels are
-/// exactly those of [`decode_image`] cropped. Progressive JPEGs and PNGs are decoded whole
-/// and then cropped.
+/// only what the window needs is decoded: entropy decoding stops after its last MCU row, and
+/// blocks and pixels outside it are neither transformed nor colour-converted. The pixels are
+/// exactly those of [`decode_image`] cropped. Corruption in the entropy-coded data below the
+/// window goes unnoticed (a truncated file is still an error). Progressive JPEGs and PNGs are
+/// decoded whole and then cropped.
 pub fn decode_and_crop(
     data: &[u8],
     crop: (usize, usize, usize, usize),
@@ -460,12 +467,12 @@ pub(crate) fn decode_window_then<S: ?Sized, R>(
                 Err(_) => &mut fresh,
             };
             let mut window = None;
-            let mut rows = |h: usize, w: usize| -> Result<usize> {
+            let mut chosen = |h: usize, w: usize| -> Result<Window> {
                 let win = choose(state, h, w)?;
                 window = Some(win);
-                Ok(win.y + win.height)
+                Ok(win)
             };
-            let (_, w, c) = decode_jpeg(data, channels, limits, Some(&mut rows), pixels)?;
+            let (_, w, c) = decode_jpeg(data, channels, limits, Some(&mut chosen), pixels)?;
             let window = window
                 .ok_or_else(|| Error::Image("invalid JPEG data: no frame header".to_string()))?;
             then(state, WindowView::new(pixels, w, c, window)?)
@@ -583,49 +590,26 @@ fn zune_err(e: zune_jpeg::errors::DecodeErrors) -> Error {
     Error::Image(format!("invalid JPEG data: {e}"))
 }
 
-/// For a crop: given the image's (height, width), checks (or chooses) the window and says
-/// how many rows from the top it needs.
-type CropRows<'a> = &'a mut dyn FnMut(usize, usize) -> Result<usize>;
+/// For a crop: given the image's (height, width), checks (or chooses) the window.
+type CropWindow<'a> = &'a mut dyn FnMut(usize, usize) -> Result<Window>;
 
-/// Decodes a JPEG into `out` (its length set to the bytes written: every row, or for a
-/// crop at least the rows it needs), returning (height, width, channels).
+/// Decodes a JPEG into `out` (its length set to the full image's bytes), returning
+/// (height, width, channels).
 ///
-/// For a crop of a sequential JPEG the frame header is read here (size checked, the crop's
-/// rows asked for) and the decoder is only made for the shortened copy, so the headers
-/// (Huffman tables included) are decoded once.
+/// For a crop the window is chosen once the headers are read and zune-jpeg is told it
+/// (`set_window`, Sluice's patch in `vendor/zune-jpeg`): only the window's pixels are then
+/// valid in `out`.
 fn decode_jpeg(
     data: &[u8],
     channels: Option<usize>,
     limits: &DecodeLimits,
-    crop: Option<CropRows<'_>>,
+    crop: Option<CropWindow<'_>>,
     out: &mut Vec<u8>,
 ) -> Result<(usize, usize, usize)> {
     let options = DecoderOptions::new_safe()
         .set_strict_mode(true)
         .set_max_width(usize::from(u16::MAX))
         .set_max_height(usize::from(u16::MAX));
-    let mut crop = crop;
-    if let Some(rows) = crop.as_deref_mut()
-        && let Some(frame) = sequential_frame(data)
-        && frame.height > 0
-        && frame.width > 0
-    {
-        let (h, w) = (frame.height, frame.width);
-        limits.check("JPEG", h as u64, w as u64)?;
-        check_jpeg_end(data)?;
-        let needed = rows(h, w)?;
-        return match shortened_jpeg(data, &frame, needed) {
-            Some((short, short_h)) => {
-                let decoder = JpegDecoder::new_with_options(ZCursor::new(&short[..]), options);
-                let (_, _, c) = decode_frame(decoder, options, channels, short_h, w, out)?;
-                Ok((h, w, c))
-            }
-            None => {
-                let decoder = JpegDecoder::new_with_options(ZCursor::new(data), options);
-                decode_frame(decoder, options, channels, h, w, out)
-            }
-        };
-    }
     let mut decoder = JpegDecoder::new_with_options(ZCursor::new(data), options);
     decoder.decode_headers().map_err(zune_err)?;
     check_jpeg_end(data)?;
@@ -633,9 +617,9 @@ fn decode_jpeg(
         .dimensions()
         .ok_or_else(|| Error::Image("invalid JPEG data: no frame header".to_string()))?;
     limits.check("JPEG", h as u64, w as u64)?;
-    // A crop whose rows cannot be cut short (progressive, multi-scan) decodes every row.
-    if let Some(rows) = crop {
-        rows(h, w)?;
+    if let Some(choose) = crop {
+        let win = choose(h, w)?;
+        decoder.set_window(win.x, win.y, win.width, win.height);
     }
     decode_frame(decoder, options, channels, h, w, out)
 }
@@ -737,91 +721,6 @@ fn decode_into(
         out.truncate(len);
     }
     decoder.decode_into(out).map_err(zune_err)
-}
-
-/// What a crop decode reads from a sequential JPEG's headers itself: the frame's size,
-/// where its height is stored, and its MCU height.
-struct SequentialFrame {
-    height: usize,
-    width: usize,
-    /// Offset of the frame header's height field.
-    height_at: usize,
-    /// Pixel rows per MCU row.
-    mcu_height: usize,
-}
-
-/// The frame of a baseline (or extended sequential Huffman) JPEG whose first scan holds
-/// every component, read by walking the marker segments from SOI; `None` for anything else
-/// (progressive, arithmetic-coded or multi-scan, or headers that do not parse).
-fn sequential_frame(data: &[u8]) -> Option<SequentialFrame> {
-    let mut pos = 2; // after SOI
-    let mut frame: Option<SequentialFrame> = None;
-    let mut components = 0;
-    loop {
-        if *data.get(pos)? != 0xff {
-            return None;
-        }
-        let marker = *data.get(pos + 1)?;
-        if marker == 0xff {
-            pos += 1; // fill byte
-            continue;
-        }
-        let len = usize::from(u16::from_be_bytes([
-            *data.get(pos + 2)?,
-            *data.get(pos + 3)?,
-        ]));
-        let segment = data.get(pos + 4..pos + 2 + len)?;
-        match marker {
-            // Baseline or extended sequential Huffman frames only.
-            0xc0 | 0xc1 => {
-                components = usize::from(*segment.get(5)?);
-                let mut v_max = 1;
-                for i in 0..components {
-                    v_max = v_max.max(usize::from(*segment.get(6 + 3 * i + 1)? & 0x0f));
-                }
-                let field = |at: usize| {
-                    Some(usize::from(u16::from_be_bytes([
-                        *segment.get(at)?,
-                        *segment.get(at + 1)?,
-                    ])))
-                };
-                frame = Some(SequentialFrame {
-                    height: field(1)?,
-                    width: field(3)?,
-                    height_at: pos + 5,
-                    mcu_height: 8 * v_max,
-                });
-            }
-            0xc2..=0xcf if marker != 0xc4 && marker != 0xc8 && marker != 0xcc => return None,
-            0xda => {
-                // A sequential scan holding every component is the only scan.
-                return (usize::from(*segment.first()?) == components)
-                    .then_some(frame)
-                    .flatten();
-            }
-            _ => {}
-        }
-        pos += 2 + len;
-    }
-}
-
-/// A copy of the JPEG `data` (whose frame is `frame`) with a frame header saying the image
-/// is only as tall as needed to decode its first `rows` rows exactly, with that height;
-/// `None` when no rows would be saved.
-fn shortened_jpeg(data: &[u8], frame: &SequentialFrame, rows: usize) -> Option<(Vec<u8>, usize)> {
-    let mcu = frame.mcu_height;
-    // Margin: chroma upsampling of the last needed row reads the chroma row below it, so
-    // the image must go on for a chroma row (`mcu / 8` pixel rows) past it, plus one row of
-    // slack. (Checked against full decodes: a one-row crop at every row, each subsampling,
-    // in the decode tests; on the benchmark's JPEGs one row of margin was already enough.)
-    let short_h = (rows + mcu / 8 + 1).div_ceil(mcu) * mcu;
-    if short_h >= frame.height {
-        return None;
-    }
-    let mut short = data.to_vec();
-    let at = frame.height_at;
-    short[at..at + 2].copy_from_slice(&(short_h as u16).to_be_bytes());
-    Some((short, short_h))
 }
 
 fn png_err(e: image::ImageError) -> Error {
@@ -941,37 +840,6 @@ mod tests {
         assert_eq!(convert_channels(vec![50, 50, 50], 3, 1), vec![50]);
         assert_eq!(convert_channels(vec![255, 0, 0], 3, 1), vec![76]);
         assert_eq!(convert_channels(vec![255, 255, 254], 3, 1), vec![254]);
-    }
-
-    #[test]
-    fn only_single_scan_sequential_jpegs_are_shortened() {
-        let pixels: Vec<u8> = (0..64 * 64 * 3).map(|i| (i % 251) as u8).collect();
-        let encode = |progressive: bool, restart: Option<u16>| {
-            let mut out = Vec::new();
-            let mut enc = jpeg_encoder::Encoder::new(&mut out, 90);
-            enc.set_sampling_factor(jpeg_encoder::SamplingFactor::R_4_2_0);
-            enc.set_progressive(progressive);
-            if let Some(r) = restart {
-                enc.set_restart_interval(r);
-            }
-            enc.encode(&pixels, 64, 64, jpeg_encoder::ColorType::Rgb)
-                .unwrap();
-            out
-        };
-        // The frame as the headers say.
-        let jpeg = encode(false, None);
-        let frame = sequential_frame(&jpeg).unwrap();
-        assert_eq!((frame.height, frame.width, frame.mcu_height), (64, 64, 16));
-        let short_of = |jpeg: &[u8], rows| shortened_jpeg(jpeg, &sequential_frame(jpeg)?, rows);
-        // 4:2:0: MCU rows of 16; 10 rows needed (+ 3 of margin) → decode 16 of 64; 14
-        // needed → 32.
-        let (short, h) = short_of(&jpeg, 10).unwrap();
-        assert_eq!(h, 16);
-        assert_eq!(decode_image(&short, None).unwrap().shape(), &[16, 64, 3]);
-        assert_eq!(short_of(&jpeg, 14).unwrap().1, 32);
-        assert_eq!(short_of(&encode(false, Some(2)), 10).unwrap().1, 16);
-        assert!(short_of(&jpeg, 50).is_none());
-        assert!(sequential_frame(&encode(true, None)).is_none());
     }
 
     #[test]
