@@ -115,6 +115,50 @@ fn decode_then_random_crop_decodes_only_the_window_with_the_same_pixels() {
 }
 
 #[test]
+fn decode_then_center_crop_decodes_only_the_window_with_the_same_pixels() {
+    let records = Dataset::tfrecord([shards()])
+        .unwrap()
+        .parse_example(spec())
+        .collect()
+        .unwrap();
+    let key = StreamKey {
+        seed: 3,
+        epoch: 0,
+        stage: 1,
+    };
+    for (height, width) in [(20, 30), (1, 1), (32, 48), (17, 9)] {
+        let fused = ImageOpsSpec::new(vec![
+            ImageOp::Decode { channels: Some(3) },
+            ImageOp::CenterCrop { height, width },
+        ]);
+        for e in &records {
+            let img = e.tensor("image").unwrap();
+            let got = fused.run(img, &mut key.element_rng(e.id())).unwrap();
+            let full = decode::decode_image(&img.as_bytes_list().unwrap()[0], Some(3)).unwrap();
+            let want = geometry::center_crop(&full, height, width).unwrap();
+            assert_eq!(got, want, "element {} {height}x{width}", e.id());
+        }
+    }
+    // Larger than the image: the op's error.
+    let too_big = ImageOpsSpec::new(vec![
+        ImageOp::Decode { channels: Some(3) },
+        ImageOp::CenterCrop {
+            height: 33,
+            width: 48,
+        },
+    ]);
+    let img = records[0].tensor("image").unwrap();
+    let err = too_big
+        .run(img, &mut key.element_rng(records[0].id()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("center_crop of 33x48 is larger than the 32x48 image"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_bad_image_is_an_image_error_with_provenance_and_skip_counts_it() {
     let bad = Element::new(ElementId::new(0, 0)).with(
         "image",
@@ -196,12 +240,26 @@ fn fused_brightness_and_contrast_equal_the_two_ops() {
 /// exactly from the pixels' integer sums and the op from the rounded `f32` values.
 #[test]
 fn the_fused_stage_equals_the_ops_one_by_one_per_element_and_per_batch_row() {
+    fused_equals_one_by_one(ImageOp::RandomCrop {
+        height: 20,
+        width: 22,
+    });
+}
+
+/// The same with a centre crop (an evaluation pipeline's decode, `center_crop`, flip and
+/// colour ops): also decoded as a window.
+#[test]
+fn the_fused_stage_with_a_center_crop_equals_the_ops_one_by_one() {
+    fused_equals_one_by_one(ImageOp::CenterCrop {
+        height: 20,
+        width: 22,
+    });
+}
+
+fn fused_equals_one_by_one(crop: ImageOp) {
     let ops = vec![
         ImageOp::Decode { channels: Some(3) },
-        ImageOp::RandomCrop {
-            height: 20,
-            width: 22,
-        },
+        crop,
         ImageOp::RandomFlipLeftRight { p: 0.5 },
         ImageOp::ToUnitF32,
         ImageOp::RandomBrightness { max_delta: 0.1 },
@@ -253,7 +311,8 @@ fn the_fused_stage_equals_the_ops_one_by_one_per_element_and_per_batch_row() {
             diff(got, &want),
             got.len()
         );
-        // Count flips to know both branches ran: the flip's draw follows the crop's two.
+        // Count flips to know both branches ran: the flip's draw follows the crop's (two
+        // for a random crop, none for a centre crop).
         let mut rng = key.element_rng(id);
         let img = ops[0].apply(e.tensor("image").unwrap(), &mut rng).unwrap();
         ops[1].apply(&img, &mut rng).unwrap();

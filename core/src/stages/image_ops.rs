@@ -269,8 +269,9 @@ fn scalar_bytes(t: &Tensor) -> Result<&[u8]> {
 ///
 /// How it runs fast (the results are bit-identical to the ops applied one by one):
 /// `to_unit_f32` / `cast` / `normalize` and the brightness and contrast ops after them run as
-/// one pass ([`PointChain`]); `decode` then `random_crop` decodes only the rows the window
-/// needs; when those are followed directly by the colour ops (with at most a
+/// one pass ([`PointChain`]); `decode` then `random_crop` (or `center_crop`) decodes only what
+/// the window needs (a baseline JPEG: no IDCT or colour conversion outside it, and nothing
+/// below its last MCU row); when those are followed directly by the colour ops (with at most a
 /// `random_flip_left_right` between), the pass reads the window in place from the decoded
 /// rows. A batch of encoded images (`[B]` strings, after `batch`) is decoded and augmented
 /// row by row straight into the batch's `f32` buffer; when the ops fix the row shape (a
@@ -335,37 +336,23 @@ impl ImageOpsSpec {
         self.finish(head, chain.as_ref())
     }
 
-    /// When the ops are exactly a decode, a random crop, optionally a random left-right
-    /// flip, then a point chain: how to run them without copying the window out of the
-    /// decoded rows (the chain reads it in place, [`Self::run_window_chain`]).
+    /// When the ops are exactly a decode, a random or centre crop, optionally a random
+    /// left-right flip, then a point chain: how to run them without copying the window out
+    /// of the decoded rows (the chain reads it in place, [`Self::run_window_chain`]).
     fn window_chain(&self) -> Option<WindowChain> {
         let (start, end) = self.split();
         if start >= end || end != self.ops.len() {
             return None;
         }
-        let (channels, height, width, flip) = match &self.ops[..start] {
-            [
-                ImageOp::Decode { channels },
-                ImageOp::RandomCrop { height, width },
-            ] => (*channels, *height, *width, None),
-            [
-                ImageOp::Decode { channels },
-                ImageOp::RandomCrop { height, width },
-                ImageOp::RandomFlipLeftRight { p },
-            ] => (*channels, *height, *width, Some(*p)),
-            _ => return None,
-        };
+        let head = CropHead::of(&self.ops[..start]).filter(|head| head.len == start)?;
         Some(WindowChain {
-            channels,
-            height,
-            width,
-            flip,
+            head,
             chain: start..end,
         })
     }
 
     /// Decodes the encoded image `img`, draws the window and flip (as
-    /// [`decode_random_crop`] does) and then the chain's parameters, and hands the window of
+    /// [`decode_crop`] does) and then the chain's parameters, and hands the window of
     /// the decoded rows and the chain to `then`, as `plan` ([`Self::window_chain`]) says.
     fn run_window_chain<R>(
         &self,
@@ -374,15 +361,14 @@ impl ImageOpsSpec {
         rng: &mut ElementRng,
         then: impl FnOnce(decode::WindowView<'_>, PointChain) -> Result<R>,
     ) -> Result<R> {
-        if let Some(p) = plan.flip {
-            geometry::probability("random_flip_left_right", p)?;
-        }
+        let head = &plan.head;
+        head.check_flip()?;
         decode::decode_window_then(
             scalar_bytes(img)?,
-            plan.channels,
+            head.channels,
             &decode::DecodeLimits::default(),
             rng,
-            |rng, h, w| draw_window(rng, h, w, plan.height, plan.width, plan.flip),
+            |rng, h, w| head.draw_window(rng, h, w),
             |rng, view| {
                 let chain = draw_chain(&self.ops[plan.chain.clone()], rng)?;
                 then(view, chain)
@@ -494,20 +480,12 @@ impl ImageOpsSpec {
 
     fn run_head(&self, ops: &[ImageOp], img: &Tensor, rng: &mut ElementRng) -> Result<Tensor> {
         let mut ops = ops;
-        // Decode then random crop (then a random left-right flip): decode only what the
-        // window needs, mirrored in the same copy (same pixels).
+        // Decode then a random or centre crop (then a random left-right flip): decode only
+        // what the window needs, mirrored in the same copy (same pixels).
         let mut current = match ops {
-            [
-                ImageOp::Decode { channels },
-                ImageOp::RandomCrop { height, width },
-                rest @ ..,
-            ] => {
-                let (flip, rest) = match rest {
-                    [ImageOp::RandomFlipLeftRight { p }, rest @ ..] => (Some(*p), rest),
-                    _ => (None, rest),
-                };
-                ops = rest;
-                decode_random_crop(scalar_bytes(img)?, *channels, *height, *width, flip, rng)?
+            _ if let Some(head) = CropHead::of(ops) => {
+                ops = &ops[head.len..];
+                decode_crop(scalar_bytes(img)?, &head, rng)?
             }
             [first, ..] => {
                 ops = &ops[1..];
@@ -709,69 +687,111 @@ fn draw_chain(ops: &[ImageOp], rng: &mut ElementRng) -> Result<PointChain> {
     Ok(PointChain { load, ops: chain })
 }
 
-/// Decodes a JPEG window drawn as [`geometry::random_crop`] draws it, decoding only the rows
-/// it needs; other formats decode whole and crop. With `flip`, then draws a left-right flip
-/// with that probability as [`geometry::random_flip_left_right`] does, and mirrors the
-/// window in the same copy.
-fn decode_random_crop(
-    data: &[u8],
-    channels: Option<usize>,
-    height: usize,
-    width: usize,
-    flip: Option<f32>,
-    rng: &mut ElementRng,
-) -> Result<Tensor> {
-    if let Some(p) = flip {
-        geometry::probability("random_flip_left_right", p)?;
-    }
+/// Decodes a JPEG window drawn as `head`'s crop draws it ([`geometry::random_crop`] or
+/// [`geometry::center_crop`]), decoding only what it needs; other formats decode whole and
+/// crop. With a flip, then draws it with its probability as
+/// [`geometry::random_flip_left_right`] does, and mirrors the window in the same copy.
+fn decode_crop(data: &[u8], head: &CropHead, rng: &mut ElementRng) -> Result<Tensor> {
+    head.check_flip()?;
     // The window is drawn once the decoder has read the image's size from its header.
     decode::decode_window_with(
         data,
-        channels,
+        head.channels,
         &decode::DecodeLimits::default(),
-        &mut |h, w| draw_window(rng, h, w, height, width, flip),
+        &mut |h, w| head.draw_window(rng, h, w),
     )
 }
 
-/// The window of a random crop of `height` × `width` in an `h` × `w` image, drawn as
-/// [`geometry::random_crop`] draws it, then mirrored with probability `flip` as
-/// [`geometry::random_flip_left_right`] draws it.
-fn draw_window(
-    rng: &mut ElementRng,
-    h: usize,
-    w: usize,
-    height: usize,
-    width: usize,
-    flip: Option<f32>,
-) -> Result<decode::Window> {
-    if height > h || width > w {
-        return Err(Error::Image(format!(
-            "random_crop of {height}x{width} is larger than the {h}x{w} image"
-        )));
-    }
-    use rand::Rng;
-    let y = rng.random_range(0..=h - height);
-    let x = rng.random_range(0..=w - width);
-    let mirror = flip.is_some_and(|p| rng.random::<f32>() < p);
-    Ok(decode::Window {
-        y,
-        x,
-        height,
-        width,
-        mirror,
-    })
-}
-
-/// How [`ImageOpsSpec::run_window_chain`] runs a decode, random crop, optional flip and
-/// point chain.
-struct WindowChain {
+/// The start of a list of ops that decodes a window: a decode, a random or centre crop, and
+/// optionally a random left-right flip.
+#[derive(Debug, Clone, Copy)]
+struct CropHead {
     /// The decode's channels.
     channels: Option<usize>,
     /// The crop's size.
     height: usize,
     width: usize,
+    /// A random crop (else a centre crop).
+    random: bool,
     /// The flip's probability, if the ops flip.
     flip: Option<f32>,
+    /// How many ops this is (2 or 3).
+    len: usize,
+}
+
+impl CropHead {
+    /// The crop head `ops` start with, if they do.
+    fn of(ops: &[ImageOp]) -> Option<Self> {
+        let [ImageOp::Decode { channels }, crop, rest @ ..] = ops else {
+            return None;
+        };
+        let (height, width, random) = match crop {
+            ImageOp::RandomCrop { height, width } => (*height, *width, true),
+            ImageOp::CenterCrop { height, width } => (*height, *width, false),
+            _ => return None,
+        };
+        let flip = match rest.first() {
+            Some(ImageOp::RandomFlipLeftRight { p }) => Some(*p),
+            _ => None,
+        };
+        Some(Self {
+            channels: *channels,
+            height,
+            width,
+            random,
+            flip,
+            len: 2 + usize::from(flip.is_some()),
+        })
+    }
+
+    /// Checks the flip's probability (before anything is decoded, as the op would).
+    fn check_flip(&self) -> Result<()> {
+        match self.flip {
+            Some(p) => geometry::probability("random_flip_left_right", p),
+            None => Ok(()),
+        }
+    }
+
+    /// The crop's window in an `h` × `w` image: drawn as [`geometry::random_crop`] draws
+    /// it, or the centre as [`geometry::center_crop`] takes it; then mirrored with the
+    /// flip's probability as [`geometry::random_flip_left_right`] draws it.
+    fn draw_window(&self, rng: &mut ElementRng, h: usize, w: usize) -> Result<decode::Window> {
+        let (height, width) = (self.height, self.width);
+        if height > h || width > w {
+            let op = if self.random {
+                "random_crop"
+            } else {
+                "center_crop"
+            };
+            return Err(Error::Image(format!(
+                "{op} of {height}x{width} is larger than the {h}x{w} image"
+            )));
+        }
+        use rand::Rng;
+        let (y, x) = if self.random {
+            (
+                rng.random_range(0..=h - height),
+                rng.random_range(0..=w - width),
+            )
+        } else {
+            ((h - height) / 2, (w - width) / 2)
+        };
+        let mirror = self.flip.is_some_and(|p| rng.random::<f32>() < p);
+        Ok(decode::Window {
+            y,
+            x,
+            height,
+            width,
+            mirror,
+        })
+    }
+}
+
+/// How [`ImageOpsSpec::run_window_chain`] runs a decode, random or centre crop, optional
+/// flip and point chain.
+struct WindowChain {
+    /// The decode, crop and flip.
+    head: CropHead,
     /// Where the point chain's ops are in the list.
     chain: std::ops::Range<usize>,
 }
