@@ -13,6 +13,9 @@
 //!   contrast, normalize; parallel) -> batch 64 -> prefetch (images/s)
 //!   `image_ops` then `batch` run fused (`map_and_batch_fusion`, on by default): the rows of
 //!   each batch decoded and augmented in parallel straight into the batch's buffer
+//! - `eval`: the evaluation counterpart of `augment`: interleave 4 -> parse ->
+//!   image_ops(decode, centre crop 224, to [0, 1], normalize) -> batch 64 -> prefetch
+//!   (images/s; no tf.data counterpart in `tfdata_baseline.py`)
 //! - `augment_unfused`: `augment` with `map_and_batch_fusion` off (each image made on its
 //!   own, then copied into its batch)
 //! - `augment_pb`: `augment_unfused` with the batch assembled in parallel (`num_parallel` auto)
@@ -264,6 +267,30 @@ fn run(dir: &str, name: &str) {
             interleaved(dir)
                 .parse_example(spec())
                 .image_ops(augment_ops().num_parallel(NumParallel::Auto))
+                .batch(64)
+                .prefetch(BufferSize::Auto),
+            1,
+            |b| (b.tensor("label").unwrap().len(), 0),
+        ),
+        "eval" => (
+            interleaved(dir)
+                .parse_example(spec())
+                .image_ops(
+                    ImageOpsSpec::new(vec![
+                        ImageOp::Decode { channels: Some(3) },
+                        ImageOp::CenterCrop {
+                            height: 224,
+                            width: 224,
+                        },
+                        ImageOp::ToUnitF32,
+                        ImageOp::Normalize {
+                            mean: vec![0.485, 0.456, 0.406],
+                            std: vec![0.229, 0.224, 0.225],
+                            scale: 1.0,
+                        },
+                    ])
+                    .num_parallel(NumParallel::Auto),
+                )
                 .batch(64)
                 .prefetch(BufferSize::Auto),
             1,
