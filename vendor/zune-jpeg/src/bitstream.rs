@@ -439,65 +439,18 @@ impl BitStream {
         return Ok(64);
     }
 
-    /// Sluice patch: advance the bitstream over a block outside a decoding window: the DC
-    /// prediction is updated (later blocks need it) and the same errors as
-    /// `decode_mcu_block`'s are raised, but the coefficients are neither dequantized nor
-    /// stored.
-    pub fn skip_mcu_block<T>(
-        &mut self, reader: &mut ZReader<T>, dc_table: &HuffmanTable, ac_table: &HuffmanTable,
-        dc_prediction: &mut i32
-    ) -> Result<u16, DecodeErrors>
-    where
-        T: ZByteReaderTrait
-    {
-        let ac_lookup = ac_table.ac_lookup.as_ref().unwrap();
-
-        let (mut symbol, mut r, mut fast_ac);
-        let mut pos: usize = 1;
-        if self.bits_left < 1 && self.marker.is_some() {
-            return Err(DecodeErrors::Format(
-                "No more bytes left in stream before marker".to_string()
-            ));
-        }
-        self.decode_dc(reader, dc_table, dc_prediction)?;
-
-        while pos < 64 {
-            self.refill(reader)?;
-            symbol = self.peek_bits::<HUFF_LOOKAHEAD>();
-            fast_ac = ac_lookup[symbol as usize];
-            symbol = ac_table.lookup[symbol as usize];
-
-            if fast_ac != 0 {
-                pos += ((fast_ac >> 4) & 15) as usize; // run
-                self.drop_bits((fast_ac & 15) as u8);
-                pos += 1;
-            } else {
-                decode_huff!(self, symbol, ac_table);
-
-                r = symbol >> 4;
-                symbol &= 15;
-
-                if symbol != 0 {
-                    pos += r as usize;
-                    let _ = self.get_bits(symbol as u8);
-                    pos += 1;
-                } else if r != 15 {
-                    return Ok(pos as u16);
-                } else {
-                    pos += 16;
-                }
-            }
-        }
-
-        return Ok(64);
-    }
-
     /// Advance the bitstream over a block but ignore the data contained.
     ///
     /// This updates DC prediction but we never dequantize and we never do any Zig-Zag translation
     /// either. Still returns the index of the last component read.
+    ///
+    /// Sluice patch: with `dc_prediction` (a block outside a decoding window, of a component
+    /// that is needed), the DC prediction is updated, since later blocks need it, and a
+    /// stream ended before a marker is the error `decode_mcu_block` gives; without it (a
+    /// component that is not needed), the DC is discarded as before.
     pub fn discard_mcu_block<T>(
-        &mut self, reader: &mut ZReader<T>, dc_table: &HuffmanTable, ac_table: &HuffmanTable
+        &mut self, reader: &mut ZReader<T>, dc_table: &HuffmanTable, ac_table: &HuffmanTable,
+        dc_prediction: Option<&mut i32>
     ) -> Result<u16, DecodeErrors>
     where
         T: ZByteReaderTrait
@@ -510,7 +463,16 @@ impl BitStream {
         let mut pos: usize = 1;
 
         // decode DC, dc prediction will contain the value
-        self.discard_dc(reader, dc_table)?;
+        if let Some(dc_prediction) = dc_prediction {
+            if self.bits_left < 1 && self.marker.is_some() {
+                return Err(DecodeErrors::Format(
+                    "No more bytes left in stream before marker".to_string()
+                ));
+            }
+            self.decode_dc(reader, dc_table, dc_prediction)?;
+        } else {
+            self.discard_dc(reader, dc_table)?;
+        }
 
         while pos < 64 {
             self.refill(reader)?;

@@ -614,17 +614,11 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                                 tmp,
                                 &mut component.dc_pred
                             )
-                        } else if component_samples_needed {
-                            // `tmp` is not touched, so `clobber_more_than_4x4` still holds.
-                            stream.skip_mcu_block(
-                                &mut self.stream,
-                                dc_table,
-                                ac_table,
-                                &mut component.dc_pred
-                            )
                         } else {
-                            // We do not touch tmp so there is no need to reset it.
-                            stream.discard_mcu_block(&mut self.stream, dc_table, ac_table)
+                            // We do not touch tmp so there is no need to reset it (and
+                            // `clobber_more_than_4x4` still holds).
+                            let dc_pred = component_samples_needed.then_some(&mut component.dc_pred);
+                            stream.discard_mcu_block(&mut self.stream, dc_table, ac_table, dc_pred)
                         };
 
                         // If an error occurs we can either propagate it
