@@ -19,6 +19,15 @@ fn spec() -> ParseExampleSpec {
     ])
 }
 
+/// The fixture's image records, parsed.
+fn records() -> Vec<Element> {
+    Dataset::tfrecord([shards()])
+        .unwrap()
+        .parse_example(spec())
+        .collect()
+        .unwrap()
+}
+
 fn augment(threads: usize, seed: u64, batched: bool) -> Vec<Element> {
     let ops = vec![
         ImageOp::Decode { channels: Some(3) },
@@ -88,11 +97,7 @@ fn augmentation_is_bit_identical_at_any_parallelism_and_differs_by_seed() {
 
 #[test]
 fn decode_then_random_crop_decodes_only_the_window_with_the_same_pixels() {
-    let records = Dataset::tfrecord([shards()])
-        .unwrap()
-        .parse_example(spec())
-        .collect()
-        .unwrap();
+    let records = records();
     let key = StreamKey {
         seed: 3,
         epoch: 0,
@@ -116,11 +121,7 @@ fn decode_then_random_crop_decodes_only_the_window_with_the_same_pixels() {
 
 #[test]
 fn decode_then_center_crop_decodes_only_the_window_with_the_same_pixels() {
-    let records = Dataset::tfrecord([shards()])
-        .unwrap()
-        .parse_example(spec())
-        .collect()
-        .unwrap();
+    let records = records();
     let key = StreamKey {
         seed: 3,
         epoch: 0,
@@ -286,11 +287,7 @@ fn fused_equals_one_by_one(crop: ImageOp) {
         stage: 1,
     };
     let options = Options::default().with_seed(5);
-    let records = Dataset::tfrecord([shards()])
-        .unwrap()
-        .parse_example(spec())
-        .collect()
-        .unwrap();
+    let records = records();
     let mut flips = 0;
     // Per element.
     let out = Dataset::from_elements(records.clone())
@@ -367,11 +364,7 @@ fn batches_sized_by_the_ops_or_by_their_first_row_agree_and_fail_on_a_bad_image(
             },
         ]
     };
-    let records = Dataset::tfrecord([shards()])
-        .unwrap()
-        .parse_example(spec())
-        .collect()
-        .unwrap();
+    let records = records();
     let batches = Dataset::from_elements(records).batch(8).collect().unwrap();
     let run = |channels| {
         Dataset::from_elements(batches.clone())
