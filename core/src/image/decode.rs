@@ -61,20 +61,21 @@
 //!   conversion, 16-bit PNG or crop builds its one new buffer).
 //!
 //! [`decode_and_crop`] (and a `random_crop` or `center_crop` right after `decode` in
-//! [`ImageOpsSpec`](crate::stages::image_ops::ImageOpsSpec)) decodes only what the crop needs where it can:
-//! for a baseline JPEG whose single scan holds every component, zune-jpeg (with Sluice's
-//! window patch, `vendor/zune-jpeg/SLUICE-PATCH.md`) stops entropy decoding after the crop's
-//! last MCU row, skips the IDCT of blocks the crop does not depend on (keeping two chroma
-//! samples of margin for upsampling) and colour-converts only the crop's pixels. The result is
-//! bit-identical to cropping a full decode. A 224×224 crop costs 80 % (centre) to 72 % (top)
-//! of the full decode of a 256×256 JPEG, 48 % to 22 % of a 1024×768 one (`benches/decode.rs`).
-//! Decoding that stops early does not see corruption in the data below the crop (the end of
-//! the file is still checked, so truncation is an error).
+//! [`ImageOpsSpec`](crate::stages::image_ops::ImageOpsSpec)) decodes only what the crop
+//! needs where it can: for a baseline JPEG whose single scan holds every component,
+//! zune-jpeg (with Sluice's window patch, `vendor/zune-jpeg/SLUICE-PATCH.md`) stops entropy
+//! decoding after the crop's last MCU row, skips the IDCT of blocks the crop does not depend
+//! on (keeping two chroma samples of margin for upsampling) and colour-converts only the
+//! crop's pixels. The result is bit-identical to cropping a full decode. A 224×224 crop costs
+//! 80 % (centre) to 72 % (top) of the full decode of a 256×256 JPEG, 48 % to 22 % of a
+//! 1024×768 one (`benches/decode.rs`). Decoding that stops early does not see corruption in
+//! the data below the crop (the end of the file is still checked, so truncation is an
+//! error).
 //!
-//! [`decode_jpeg_scaled`] decodes at 1/2, 1/4 or 1/8 of the size in the DCT domain (jpeg-decoder): that saves IDCT and colour-conversion work but not
-//! entropy decoding, and jpeg-decoder's entropy decoding is slower than zune-jpeg's, so a 1/4
-//! decode is only about as fast as zune-jpeg's full decode on detailed images (numbers in
-//! `benches/decode.rs`).
+//! [`decode_jpeg_scaled`] decodes at 1/2, 1/4 or 1/8 of the size in the DCT domain
+//! (jpeg-decoder): that saves IDCT and colour-conversion work but not entropy decoding, and
+//! jpeg-decoder's entropy decoding is slower than zune-jpeg's, so a 1/4 decode is only about
+//! as fast as zune-jpeg's full decode on detailed images (numbers in `benches/decode.rs`).
 
 use std::io::Cursor;
 
