@@ -84,15 +84,25 @@ const TICK: Duration = Duration::from_millis(10);
 pub enum KnobKind {
     /// Worker threads of a parallel stage.
     NumParallel,
+    /// Open files of an `interleave` read on threads of their own (`num_parallel =
+    /// "auto"`); 0 reads them all on the consumer's thread.
+    ReadingThreads,
     /// Elements a `prefetch` buffers.
     BufferSize,
 }
 
 impl KnobKind {
-    /// The knob's name in specs, `num_parallel` or `buffer_size`.
+    /// Whether the knob counts threads (stepped one at a time).
+    pub fn is_threads(self) -> bool {
+        matches!(self, KnobKind::NumParallel | KnobKind::ReadingThreads)
+    }
+
+    /// The knob's name as reports show it: `num_parallel`, `reading_threads` or
+    /// `buffer_size`.
     pub fn as_str(self) -> &'static str {
         match self {
             KnobKind::NumParallel => "num_parallel",
+            KnobKind::ReadingThreads => "reading_threads",
             KnobKind::BufferSize => "buffer_size",
         }
     }
@@ -124,7 +134,7 @@ impl Knob {
 
     fn set(&self, v: usize) {
         self.value.store(v, Relaxed);
-        if self.kind == KnobKind::NumParallel {
+        if self.kind.is_threads() {
             self.metrics.set_workers(v);
         }
     }
@@ -493,8 +503,8 @@ impl Tuner {
     /// One step of `knob` from `v`, up or down, within bounds.
     fn step(kind: KnobKind, v: usize, up: bool, (lo, hi): (usize, usize)) -> Option<usize> {
         let next = match (kind, up) {
-            (KnobKind::NumParallel, true) => v + 1,
-            (KnobKind::NumParallel, false) => v.saturating_sub(1),
+            (KnobKind::NumParallel | KnobKind::ReadingThreads, true) => v + 1,
+            (KnobKind::NumParallel | KnobKind::ReadingThreads, false) => v.saturating_sub(1),
             (KnobKind::BufferSize, true) => v * 2,
             (KnobKind::BufferSize, false) => v / 2,
         };
@@ -529,9 +539,7 @@ impl Tuner {
         {
             let limit = match (&ram_note, knob.kind) {
                 (Some(note), _) => format!(": {note}"),
-                (None, KnobKind::NumParallel) if knob.stage.starts_with("interleave") => {
-                    ", the CPU budget or cycle_length".into()
-                }
+                (None, KnobKind::ReadingThreads) => ", the CPU budget or cycle_length".into(),
                 (None, KnobKind::NumParallel) => ", the CPU budget".into(),
                 (None, KnobKind::BufferSize) => String::new(),
             };
@@ -577,7 +585,7 @@ impl Tuner {
             // A stage whose threads are nearly idle is tried without them at once: its work
             // fits on its consumer's thread, and one step at a time may each gain too
             // little to tell from noise.
-            let mut jump = (!up && knob.kind == KnobKind::NumParallel && knob.get() > lo + 1)
+            let mut jump = (!up && knob.kind.is_threads() && knob.get() > lo + 1)
                 .then(|| self.busy_fraction(knob))
                 .flatten()
                 .filter(|&busy| busy < IDLE_BUSY)

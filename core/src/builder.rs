@@ -84,51 +84,52 @@ impl Dataset {
 
 /// Stages.
 impl Dataset {
-    /// Keeps shard `index` of `num_shards`. On a TFRecord source (before `interleave` or on
-    /// it, or a global shuffle) the file list is sharded, so each shard reads only its
-    /// files; otherwise every
-    /// `num_shards`-th element is kept.
+    /// Keeps shard `index` of `num_shards`: every `num_shards`-th element. On a file
+    /// source (before `interleave` or after it, or a global shuffle) the file list is
+    /// sharded instead, so each shard reads only its files (the
+    /// [`ShardPushdown`](crate::optimize::ShardPushdown) rule).
     pub fn shard(&self, num_shards: u64, index: u64) -> Dataset {
-        let spec = ShardSpec { num_shards, index };
-        let reader = self.stage().as_any();
-        if reader.is::<TfRecordSpec>()
-            || reader.is::<InterleaveStage>()
-            || reader.is::<crate::sources::global_shuffle::GlobalShuffleStage>()
-        {
-            let files = &self.inputs()[0];
-            let sharded = Dataset::from_stage(spec, vec![files.clone()]);
-            return Dataset::from_arc(Arc::clone(self.stage()), vec![sharded]);
-        }
-        Dataset::from_stage(spec, vec![self.clone()])
+        self.then(ShardSpec { num_shards, index })
     }
 
-    /// Reads the files of a TFRecord source `cycle_length` at a time (see
-    /// [`InterleaveSpec`]). On any other dataset this is an error when iterated.
+    /// Reads the files of a file source (such as [`Dataset::tfrecord`]) `cycle_length` at
+    /// a time (see [`InterleaveSpec`]; the
+    /// [`FilesToInterleave`](crate::optimize::FilesToInterleave) rule). On a dataset that
+    /// is not a file source it is refused when the pipeline is built: use
+    /// [`Dataset::interleave_with`].
     pub fn interleave(&self, spec: InterleaveSpec) -> Dataset {
-        let any = self.stage().as_any();
-        let reader = any.downcast_ref::<TfRecordSpec>().cloned().or_else(|| {
-            any.downcast_ref::<InterleaveStage>()
-                .map(|i| i.reader.clone())
-        });
-        match reader {
-            Some(reader) => Dataset::from_stage(
-                InterleaveStage { spec, reader },
-                vec![self.inputs()[0].clone()],
-            ),
-            None => Dataset::from_stage(
-                crate::stages::map::MapStage::new(
-                    "interleave",
-                    MapSpec::default(),
-                    Arc::new(|_, _| {
-                        Err(crate::Error::invalid(
-                            "interleave applies to a TFRecord source (Dataset::tfrecord or read_tfrecord)",
-                        ))
-                    }),
-                    "invalid-interleave",
-                ),
-                vec![self.clone()],
-            ),
-        }
+        self.then(InterleaveStage::of_files(spec))
+    }
+
+    /// tf.data's `interleave(map_func)`: each element of this dataset opens the dataset
+    /// `f` returns, and `spec.cycle_length` of those are read at once, `block_length`
+    /// elements from each in turn. The sub-datasets run inside this stage (their work,
+    /// errors and random draws are the interleave's).
+    ///
+    /// ```
+    /// use sluice_core::prelude::*;
+    ///
+    /// # fn main() -> sluice_core::Result<()> {
+    /// // Each of 0, 1, 2 opens `range(10 * i, 10 * i + 3)`; two are read at a time.
+    /// let d = Dataset::range(0, 3).interleave_with(InterleaveSpec::new(2), |e| {
+    ///     let i = e.tensor("value").and_then(|t| t.as_i64()).map_or(0, |v| v[0]);
+    ///     Ok(Dataset::range(10 * i, 10 * i + 3))
+    /// });
+    /// let values: Vec<i64> = d
+    ///     .collect()?
+    ///     .iter()
+    ///     .map(|e| e.tensor("value").unwrap().as_i64().unwrap()[0])
+    ///     .collect();
+    /// assert_eq!(values, [0, 10, 1, 11, 2, 12, 20, 21, 22]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn interleave_with<F>(&self, spec: InterleaveSpec, f: F) -> Dataset
+    where
+        F: Fn(&Element) -> Result<Dataset> + Send + Sync + 'static,
+    {
+        let label = std::any::type_name::<F>();
+        self.then(InterleaveStage::with_fn(spec, Arc::new(f), label))
     }
 
     /// Decodes and augments images with the built-in ops (see [`ImageOpsSpec`]).

@@ -54,7 +54,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::element::{Element, Value};
 use crate::error::{Error, Result};
+use crate::tensor::TensorData;
 
 /// The checkpoint format's version; a checkpoint of another version is refused.
 pub const CHECKPOINT_VERSION: u32 = 1;
@@ -117,6 +119,40 @@ impl Checkpoint {
         Checkpoint::from_json(&text)
             .map_err(|e| Error::Checkpoint(format!("{}: {e}", path.display())))
     }
+}
+
+/// A SHA-256 of an element (lower-case hex): its id and every value's name, dtype, shape
+/// and bytes, names sorted. Two runs gave the same elements exactly when their digests
+/// match (what `sluice run --digests` writes, one line per element, to compare runs and
+/// resumed runs).
+pub fn element_digest(e: &Element) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(e.id().to_string().as_bytes());
+    let mut names: Vec<&str> = e.iter().map(|(n, _)| n).collect();
+    names.sort_unstable();
+    for name in names {
+        h.update(name.as_bytes());
+        h.update([0]);
+        match e.get(name) {
+            Some(Value::Dense(t)) => {
+                h.update(format!("{:?}{:?}", t.data().dtype(), t.shape()).as_bytes());
+                match t.data() {
+                    TensorData::U8(v) => h.update(v),
+                    TensorData::I32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+                    TensorData::I64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+                    TensorData::F32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+                    TensorData::F64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
+                    TensorData::Bytes(v) => v.iter().for_each(|b| {
+                        h.update((b.len() as u64).to_le_bytes());
+                        h.update(b);
+                    }),
+                }
+            }
+            other => h.update(format!("{other:?}").as_bytes()),
+        }
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

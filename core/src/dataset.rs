@@ -1,125 +1,183 @@
-//! `Dataset`: the pipeline builder, and iteration.
+//! [`Dataset`]: a pipeline as written (a [plan](crate::plan)), and running it.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::autotune::{Autotuner, Learned};
+use crate::autotune::Learned;
 use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::executor::shutdown::{Shutdown, ShutdownTrigger};
+use crate::optimize::{Optimized, Optimizer};
 use crate::options::Options;
-use crate::stage::{RunShared, Stage, build_node_from};
+use crate::plan::{self, PlanNode};
+use crate::run::PipelineIter;
+use crate::stage::Stage;
 use crate::stats::{PipelineStats, StatsRegistry};
-use crate::stream::BoxStream;
 
-/// A pipeline definition: a stage and its inputs. Cheap to clone (shared), immutable;
-/// builder methods return new datasets. [`Dataset::iter`] runs it, one epoch per call.
+/// A pipeline definition: the plan of its stages as written, and its options. Cheap to
+/// clone (shared), immutable; builder methods return new datasets that append a stage.
+/// [`Dataset::iter`] runs it, one epoch per call: the plan is optimized (once), checked,
+/// and started.
 ///
 /// See the [crate documentation](crate) for an example.
 #[derive(Clone, Debug)]
 pub struct Dataset {
-    node: Arc<Node>,
-}
-
-#[derive(Debug)]
-struct Node {
-    stage: Arc<dyn Stage>,
-    inputs: Vec<Dataset>,
+    plan: Arc<PlanNode>,
     options: Option<Options>,
     state: Arc<RunState>,
 }
 
 /// State kept across iterations of one dataset.
 #[derive(Debug, Default)]
-struct RunState {
+pub(crate) struct RunState {
     epoch: AtomicU64,
     seed: Mutex<Option<u64>>,
-    last: Mutex<Option<Arc<StatsRegistry>>>,
+    pub(crate) last: Mutex<Option<Arc<StatsRegistry>>>,
     /// What autotune ended the previous run with: where the next one starts.
-    learned: Mutex<Learned>,
+    pub(crate) learned: Mutex<Learned>,
+    /// The plan that runs, made on first use.
+    optimized: Mutex<Option<Arc<Optimized>>>,
 }
 
 impl Dataset {
-    /// A dataset from a stage and its inputs (how every builder method and source is made;
-    /// use it for stages of your own).
+    /// A dataset running `stage` over `inputs` (how every builder method and source is
+    /// made; use it for stages of your own). Options set on an input carry over, as with
+    /// tf.data's `with_options`.
     pub fn from_stage(stage: impl Stage, inputs: Vec<Dataset>) -> Dataset {
         Dataset::from_arc(Arc::new(stage), inputs)
     }
 
-    pub(crate) fn from_arc(stage: Arc<dyn Stage>, inputs: Vec<Dataset>) -> Dataset {
-        // Options set on an input carry over, as with tf.data's `with_options`.
-        let options = inputs.iter().find_map(|d| d.node.options.clone());
+    /// [`Dataset::from_stage`] with a shared stage.
+    pub fn from_arc(stage: Arc<dyn Stage>, inputs: Vec<Dataset>) -> Dataset {
+        let options = inputs.iter().find_map(|d| d.options.clone());
         Dataset {
-            node: Arc::new(Node {
-                stage,
-                inputs,
-                options,
-                state: Arc::default(),
-            }),
+            plan: PlanNode::new(stage, inputs.into_iter().map(|d| d.plan).collect()),
+            options,
+            state: Arc::default(),
+        }
+    }
+
+    /// This dataset followed by `stage`.
+    pub fn then(&self, stage: impl Stage) -> Dataset {
+        Dataset::from_stage(stage, vec![self.clone()])
+    }
+
+    /// A dataset running `plan` (as written), with default options.
+    pub fn from_plan(plan: Arc<PlanNode>) -> Dataset {
+        Dataset {
+            plan,
+            options: None,
+            state: Arc::default(),
         }
     }
 
     /// This dataset with `options` (seed, budgets, error policy) for its whole pipeline.
     pub fn with_options(&self, options: Options) -> Dataset {
         Dataset {
-            node: Arc::new(Node {
-                stage: Arc::clone(&self.node.stage),
-                inputs: self.node.inputs.clone(),
-                options: Some(options),
-                state: Arc::default(),
-            }),
+            plan: Arc::clone(&self.plan),
+            options: Some(options),
+            state: Arc::default(),
         }
     }
 
     /// The options in force (the defaults if none were set).
     pub fn options(&self) -> Options {
-        self.node.options.clone().unwrap_or_default()
+        self.options.clone().unwrap_or_default()
+    }
+
+    /// The plan as written.
+    pub fn plan(&self) -> &Arc<PlanNode> {
+        &self.plan
     }
 
     /// The stage at the top of this dataset.
     pub fn stage(&self) -> &Arc<dyn Stage> {
-        &self.node.stage
+        self.plan.stage()
     }
 
-    /// The inputs of the top stage.
-    pub fn inputs(&self) -> &[Dataset] {
-        &self.node.inputs
+    pub(crate) fn state(&self) -> &Arc<RunState> {
+        &self.state
     }
 
-    pub(crate) fn node_key(&self) -> usize {
-        Arc::as_ptr(&self.node) as *const () as usize
+    /// The plan that runs: the plan as written rewritten by the
+    /// [optimizer](crate::optimize) for these options, checked, its stages numbered. Made
+    /// once per dataset.
+    pub(crate) fn optimized(&self) -> Result<Arc<Optimized>> {
+        let mut slot = self
+            .state
+            .optimized
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(done) = slot.as_ref() {
+            return Ok(Arc::clone(done));
+        }
+        let optimized = Arc::new(Optimizer::default().optimize(&self.plan, &self.options())?);
+        crate::run::check(&optimized.plan, &optimized.numbers)?;
+        *slot = Some(Arc::clone(&optimized));
+        Ok(optimized)
+    }
+
+    /// The plan as written and the plan that runs, one stage per line, with the
+    /// optimizer's rules that changed it (what `sluice run --explain` prints):
+    ///
+    /// ```
+    /// use sluice_core::prelude::*;
+    ///
+    /// # fn main() -> sluice_core::Result<()> {
+    /// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord");
+    /// let dataset = Dataset::tfrecord([format!("{dir}/images.tfrecord-*")])?
+    ///     .interleave(InterleaveSpec::new(2))
+    ///     .shard(2, 0);
+    /// let text = dataset.explain()?;
+    /// assert!(text.contains("files_to_interleave"), "{text}");
+    /// assert!(text.contains("shard_pushdown"), "{text}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// An error is what `iter` would return: a stage whose parameters or inputs are
+    /// impossible.
+    pub fn explain(&self) -> Result<String> {
+        let optimized = Optimizer::default().optimize(&self.plan, &self.options())?;
+        let checked = crate::run::check(&optimized.plan, &optimized.numbers);
+        let mut out = String::from("plan as written:\n");
+        out.push_str(&indent(&plan::render(&self.plan, None)));
+        if optimized.applied.is_empty() {
+            out.push_str("optimized: no rule applies\n");
+        } else {
+            out.push_str("optimized by:\n");
+            for applied in &optimized.applied {
+                out.push_str(&format!("  {applied}\n"));
+            }
+        }
+        out.push_str("plan that runs (#number: as stats and errors name the stage):\n");
+        out.push_str(&indent(&plan::render(
+            &optimized.plan,
+            Some(&optimized.numbers),
+        )));
+        checked.map(|()| out)
     }
 
     /// The seed in use: the configured one, or the one drawn at the first iteration.
     pub fn seed(&self) -> Option<u64> {
-        self.node.options.as_ref().and_then(|o| o.seed).or(*self
-            .node
+        self.options.as_ref().and_then(|o| o.seed).or(*self
             .state
             .seed
             .lock()
-            .expect("seed lock"))
+            .unwrap_or_else(|p| p.into_inner()))
     }
 
     /// A fingerprint of the pipeline definition up to and including this stage: changes
-    /// whenever a stage or parameter changes.
+    /// whenever a stage or parameter changes (see [`PlanNode::fingerprint`]).
     pub fn fingerprint(&self) -> String {
-        use sha2::Digest;
-        let mut h = sha2::Sha256::new();
-        fn walk(d: &Dataset, h: &mut sha2::Sha256) {
-            h.update(d.stage().name().as_bytes());
-            h.update([0]);
-            h.update(d.stage().fingerprint().as_bytes());
-            h.update([0]);
-            for i in d.inputs() {
-                h.update(b"(");
-                walk(i, h);
-                h.update(b")");
-            }
-        }
-        walk(self, &mut h);
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        self.plan.fingerprint()
+    }
+
+    /// What identifies this pipeline's output for checkpoints: a hash of every stage and
+    /// parameter as written, without thread counts and buffer sizes (see
+    /// [`PlanNode::resume_fingerprint`]).
+    pub fn resume_fingerprint(&self) -> String {
+        self.plan.resume_fingerprint()
     }
 
     /// Starts a new epoch: builds every stage and returns the iterator of its elements.
@@ -127,14 +185,14 @@ impl Dataset {
     /// iterator stops and joins every thread the pipeline started.
     pub fn iter(&self) -> Result<PipelineIter> {
         let seed = {
-            let mut drawn = self.node.state.seed.lock().expect("seed lock");
+            let mut drawn = self.state.seed.lock().unwrap_or_else(|p| p.into_inner());
             match self.options().seed {
                 Some(s) => s,
                 None => *drawn.get_or_insert_with(random_seed),
             }
         };
-        let epoch = self.node.state.epoch.fetch_add(1, Ordering::Relaxed);
-        self.start(seed, epoch, 0)
+        let epoch = self.state.epoch.fetch_add(1, Ordering::Relaxed);
+        PipelineIter::start(self, seed, epoch, 0)
     }
 
     /// Continues an iteration from a [`Checkpoint`] taken by [`PipelineIter::checkpoint`]
@@ -169,105 +227,19 @@ impl Dataset {
                 checkpoint.seed
             )));
         }
-        *self.node.state.seed.lock().expect("seed lock") = Some(checkpoint.seed);
-        self.node
-            .state
+        *self.state.seed.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpoint.seed);
+        self.state
             .epoch
             .store(checkpoint.epoch + 1, Ordering::Relaxed);
-        self.start(checkpoint.seed, checkpoint.epoch, checkpoint.position)
-    }
-
-    /// What identifies this pipeline's output for checkpoints: a hash of every stage and
-    /// parameter, without thread counts and buffer sizes (see [`Stage::resume_fingerprint`]).
-    pub fn resume_fingerprint(&self) -> String {
-        use sha2::Digest;
-        let mut h = sha2::Sha256::new();
-        fn walk(d: &Dataset, h: &mut sha2::Sha256) {
-            h.update(d.stage().name().as_bytes());
-            h.update([0]);
-            h.update(d.stage().resume_fingerprint().as_bytes());
-            h.update([0]);
-            for i in d.inputs() {
-                h.update(b"(");
-                walk(i, h);
-                h.update(b")");
-            }
-        }
-        walk(self, &mut h);
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    /// The first stage (as `name#index`, sources first) whose output order depends on
-    /// thread timing, if any: such a pipeline cannot be checkpointed.
-    fn nondeterministic_stage(&self) -> Option<String> {
-        let mut indices = HashMap::new();
-        index_nodes(self, &mut indices, &mut 0);
-        fn walk(d: &Dataset, indices: &HashMap<usize, usize>) -> Option<String> {
-            d.inputs()
-                .iter()
-                .find_map(|i| walk(i, indices))
-                .or_else(|| {
-                    (!d.stage().order_deterministic())
-                        .then(|| format!("{}#{}", d.stage().name(), indices[&d.node_key()]))
-                })
-        }
-        walk(self, &indices)
-    }
-
-    /// Builds the pipeline for `seed` and `epoch`, fast-forwarded `skip` elements.
-    fn start(&self, seed: u64, epoch: u64, skip: u64) -> Result<PipelineIter> {
-        let options = self.options();
-        let (trigger, shutdown) = Shutdown::new();
-        let stats = Arc::new(StatsRegistry::new());
-        let mut indices = HashMap::new();
-        index_nodes(self, &mut indices, &mut 0);
-        let learned = self
-            .node
-            .state
-            .learned
-            .lock()
-            .expect("learned lock")
-            .clone();
-        let autotune = Autotuner::new(learned, options.ram_budget_bytes, &stats, shutdown.clone());
-        stats.set_autotuner(Arc::clone(&autotune));
-        let shared = Arc::new(RunShared {
-            seed,
-            options,
-            shutdown,
-            stats: Arc::clone(&stats),
-            autotune: Arc::clone(&autotune),
-            indices,
-            rows: Default::default(),
-        });
-        *self.node.state.last.lock().expect("stats lock") = Some(Arc::clone(&stats));
-        let (stream, skipped) = build_node_from(self, &shared, epoch, skip)?;
-        if skipped < skip {
-            return Err(Error::Checkpoint(format!(
-                "epoch {epoch} has {skipped} elements, fewer than the checkpoint's position {skip}"
-            )));
-        }
-        Ok(PipelineIter {
-            stream: Some(stream),
-            stats,
-            autotune,
-            state: Arc::clone(&self.node.state),
-            dataset: self.clone(),
-            seed,
-            epoch,
-            position: skip,
-            failed: false,
-            done: false,
-            _trigger: trigger,
-        })
+        PipelineIter::start(self, checkpoint.seed, checkpoint.epoch, checkpoint.position)
     }
 
     /// Statistics of the latest iteration (live while it runs).
     pub fn stats(&self) -> Option<PipelineStats> {
-        self.node
-            .state
+        self.state
             .last
             .lock()
-            .expect("stats lock")
+            .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .map(|s| s.snapshot())
     }
@@ -278,16 +250,8 @@ impl Dataset {
     }
 }
 
-/// Numbers the stages: inputs before the stages that consume them (post-order).
-fn index_nodes(d: &Dataset, indices: &mut HashMap<usize, usize>, next: &mut usize) {
-    if indices.contains_key(&d.node_key()) {
-        return;
-    }
-    for i in d.inputs() {
-        index_nodes(i, indices, next);
-    }
-    indices.insert(d.node_key(), *next);
-    *next += 1;
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
 }
 
 fn random_seed() -> u64 {
@@ -303,120 +267,9 @@ fn random_seed() -> u64 {
     h.finish()
 }
 
-/// The iterator of one epoch. Ends at the first error (which it yields) or at the end.
-/// Dropping it stops and joins the pipeline's threads.
-pub struct PipelineIter {
-    stream: Option<BoxStream>,
-    stats: Arc<StatsRegistry>,
-    autotune: Arc<Autotuner>,
-    state: Arc<RunState>,
-    dataset: Dataset,
-    seed: u64,
-    epoch: u64,
-    /// Elements yielded in this epoch (counting those a resume skipped).
-    position: u64,
-    /// An error was yielded.
-    failed: bool,
-    done: bool,
-    // Dropped after `stream` (fields drop in order): first the streams stop and join their
-    // threads, and the trigger is set first in `drop` so blocked threads wake at once.
-    _trigger: ShutdownTrigger,
-}
-
-impl PipelineIter {
-    /// Statistics of this run so far.
-    pub fn stats(&self) -> PipelineStats {
-        self.stats.snapshot()
-    }
-
-    /// Where this iteration is: a small [`Checkpoint`] (seed, epoch, elements yielded,
-    /// the pipeline's fingerprint) to give to [`Dataset::resume`], here or in another
-    /// process. Its size does not depend on buffer sizes: buffers are re-derived on resume.
-    ///
-    /// Fails when a stage's output order depends on thread timing (`deterministic =
-    /// false`), or after the iterator yielded an error.
-    pub fn checkpoint(&self) -> Result<Checkpoint> {
-        if self.failed {
-            return Err(Error::Checkpoint(
-                "the iteration ended with an error: resume from an earlier checkpoint".into(),
-            ));
-        }
-        if let Some(stage) = self.dataset.nondeterministic_stage() {
-            return Err(Error::Checkpoint(format!(
-                "stage {stage} runs with deterministic = false: its order depends on thread timing, so a position in its output cannot be resumed"
-            )));
-        }
-        Ok(Checkpoint {
-            version: CHECKPOINT_VERSION,
-            fingerprint: self.dataset.resume_fingerprint(),
-            seed: self.seed,
-            epoch: self.epoch,
-            position: self.position,
-        })
-    }
-
-    /// Elements yielded in this epoch so far (with those a resume skipped).
-    pub fn position(&self) -> u64 {
-        self.position
-    }
-}
-
 /// The start of a fingerprint, for messages.
 fn short(fingerprint: &str) -> &str {
     &fingerprint[..fingerprint.len().min(12)]
-}
-
-impl Iterator for PipelineIter {
-    type Item = Result<Element>;
-
-    fn next(&mut self) -> Option<Result<Element>> {
-        if self.done {
-            return None;
-        }
-        let item = self.stream.as_mut()?.next();
-        match &item {
-            Some(Ok(_)) => {
-                self.position += 1;
-                self.stats.produced();
-            }
-            Some(Err(_)) | None => {
-                self.failed |= item.is_some();
-                self.done = true;
-                // Stop the threads now rather than when the iterator is dropped.
-                self.stream = None;
-                self.stop_autotune();
-            }
-        }
-        item
-    }
-}
-
-impl PipelineIter {
-    /// Stops the tuner and keeps what it learned for the next run of the dataset.
-    fn stop_autotune(&mut self) {
-        self._trigger.fire();
-        self.autotune.join();
-        let learned = self.autotune.learned();
-        if !learned.is_empty() {
-            *self.state.learned.lock().expect("learned lock") = learned;
-        }
-    }
-}
-
-impl Drop for PipelineIter {
-    fn drop(&mut self) {
-        self._trigger.fire();
-        self.stream = None;
-        self.stop_autotune();
-    }
-}
-
-impl std::fmt::Debug for PipelineIter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PipelineIter")
-            .field("done", &self.done)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Error {

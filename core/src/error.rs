@@ -139,6 +139,10 @@ pub enum Error {
         "this build has no plugin loader; run it with `sluice run` or PipelineFile::build_with"
     )]
     NoPluginLoader,
+    /// Something that should not happen did (a bug): a stage missing from the running
+    /// plan, a lock poisoned by a panic, a thread that could not be started.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// A worker thread panicked (a bug in a closure); the pipeline stops.
     #[error("{stage}: a worker panicked: {message}")]
     Panic {
@@ -169,6 +173,11 @@ impl Error {
     /// An [`Error::Invalid`].
     pub fn invalid(message: impl Into<String>) -> Error {
         Error::Invalid(message.into())
+    }
+
+    /// An [`Error::Internal`].
+    pub fn internal(message: impl Into<String>) -> Error {
+        Error::Internal(message.into())
     }
 
     /// An [`Error::Data`].

@@ -423,8 +423,8 @@ impl sluice_core::Stage for PanickingSource {
         }))))
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+    fn params(&self) -> sluice_core::Params {
+        sluice_core::Params::new().with("panics_after", self.0)
     }
 }
 

@@ -17,7 +17,7 @@ use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 use crate::autotune::Knob;
 use crate::element::{Element, ElementId, Provenance};
 use crate::error::{Error, Result};
-use crate::stage::BuildContext;
+use crate::run::BuildContext;
 use crate::stream::{BoxStream, ElementStream};
 
 /// The function a parallel stage applies to each input item (an element, or a group of
@@ -447,7 +447,7 @@ mod tests {
     use crate::autotune::{Autotuner, KnobKind, Learned};
     use crate::executor::shutdown::Shutdown;
     use crate::options::Options;
-    use crate::stage::RunShared;
+    use crate::run::RunShared;
     use crate::stats::{StageMetrics, StatsRegistry};
     use crate::stream::IterStream;
     use crate::tensor::Tensor;
@@ -481,7 +481,7 @@ mod tests {
             }),
             epoch: 0,
             index: 1,
-            name: "map",
+            name: "map".into(),
             metrics,
         };
         let upstream: BoxStream = Box::new(IterStream((0..100u64).map(|i| {

@@ -15,7 +15,7 @@ use crate::autotune::Knob;
 use crate::element::Element;
 use crate::error::Result;
 use crate::executor::parallel::{guarded, pull_chunk};
-use crate::stage::BuildContext;
+use crate::run::BuildContext;
 use crate::stream::{BoxStream, ElementStream};
 
 type Chunk = Vec<Result<Element>>;

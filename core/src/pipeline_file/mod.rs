@@ -315,7 +315,7 @@ impl PipelineFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::NumParallel;
+    use crate::parallelism::NumParallel;
     use crate::stages::batch::BatchSpec;
     use crate::stages::image_ops::ImageOp;
     use crate::stages::parse_example::FeatureType;

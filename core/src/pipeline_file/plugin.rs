@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::stage::NumParallel;
+use crate::parallelism::NumParallel;
 use crate::stages::map_chunks::{ChunkFn, MapChunksSpec, MapChunksStage};
 
 use super::options::ByteSize;

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize};
 use sluice_proto::tfrecord::Compression;
 
+use crate::parallelism::NumParallel;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
-use crate::stage::NumParallel;
 
 use super::validate::{Problem, Seg};
 

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::stage::NumParallel;
+use crate::parallelism::NumParallel;
 use crate::stages::image_ops::{ImageOp, ImageOpsSpec, PadSpec};
 use crate::tensor::DType;
 

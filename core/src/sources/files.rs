@@ -1,6 +1,5 @@
 //! `files`: a list of files from glob patterns or paths, optionally shuffled per epoch.
 
-use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::{Element, ElementId};
 use crate::error::{Error, Result};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::{Arity, Stage};
 use crate::stream::{BoxStream, IterStream};
 use crate::tensor::Tensor;
 
@@ -101,6 +102,21 @@ impl Stage for FileList {
         "files"
     }
 
+    fn params(&self) -> Params {
+        let files: Vec<String> = self
+            .files
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        Params::new()
+            .with("files", files)
+            .with("shuffle", self.shuffle)
+    }
+
+    fn arity(&self) -> Arity {
+        Arity::None
+    }
+
     fn build(&self, _inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         let mut order: Vec<usize> = (0..self.files.len()).collect();
         if self.shuffle {
@@ -112,10 +128,6 @@ impl Stage for FileList {
             Ok(Element::new(ElementId::new(i as u64, 0))
                 .with(FILENAME, Tensor::scalar_bytes(Bytes::from(path))))
         }))))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -52,7 +52,6 @@
 //! # }
 //! ```
 
-use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::fs::File;
@@ -71,13 +70,18 @@ use sluice_proto::tfrecord::{FOOTER_LEN, HEADER_LEN, masked_crc32c};
 use crate::dataset::Dataset;
 use crate::element::{Element, ElementId, Provenance};
 use crate::error::{Error, Result};
+use crate::invalid::Invalid;
 use crate::options::ErrorPolicy;
+use crate::parallelism::NumParallel;
+use crate::parallelism::check_num_parallel;
+use crate::params::Params;
 use crate::rng::combine;
+use crate::run::{BuildContext, Input};
 use crate::sources::files::filename_of;
 use crate::sources::permutation::Permutation;
 use crate::sources::record_index::{self, FileStamp, IndexOptions, RecordIndex};
 use crate::sources::tfrecord::TfRecordSpec;
-use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Positions a reader thread reads and hands over at a time.
@@ -196,16 +200,7 @@ impl Dataset {
 impl GlobalShuffleStage {
     /// The stream of one epoch, not started.
     fn stream(&self, inputs: &[Input], ctx: &BuildContext) -> Result<GlobalShuffleStream> {
-        let [input] = inputs else {
-            return Err(Error::invalid(
-                "global_shuffle takes one input: a file list",
-            ));
-        };
-        if self.spec.num_parallel == NumParallel::Fixed(0) {
-            return Err(Error::invalid(
-                "global_shuffle: num_parallel must be at least 1 or auto",
-            ));
-        }
+        let input = crate::stages::single_input(inputs, "global_shuffle")?;
         ctx.metrics().set_counts_own_inputs();
         let budget = ctx.options().cpu_budget;
         let threads = match self.spec.num_parallel {
@@ -250,6 +245,15 @@ impl Stage for GlobalShuffleStage {
         "global_shuffle"
     }
 
+    fn params(&self) -> Params {
+        Params::of(&self.spec).with("reader", &self.reader)
+    }
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        check_num_parallel("global_shuffle", self.spec.num_parallel)?;
+        self.reader.validate()
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         Ok(Box::new(self.stream(inputs, ctx)?))
     }
@@ -265,7 +269,7 @@ impl Stage for GlobalShuffleStage {
         let mut stream = self.stream(inputs, ctx)?;
         if ctx.error_policy() != ErrorPolicy::Fail {
             let mut stream: BoxStream = Box::new(stream);
-            let skipped = crate::stage::discard(&mut stream, skip)?;
+            let skipped = crate::run::discard(&mut stream, skip)?;
             return Ok((stream, skipped));
         }
         stream.start_at = skip;
@@ -277,12 +281,8 @@ impl Stage for GlobalShuffleStage {
         Ok((Box::new(stream), skipped))
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn fingerprint(&self) -> String {
-        format!("{:?} {:?}", self.spec, self.reader)
+    fn shards_by_input(&self) -> bool {
+        true
     }
 
     fn runs_inline(&self) -> bool {

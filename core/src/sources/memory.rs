@@ -1,13 +1,15 @@
 //! In-memory sources: a list of elements, and `range`.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::element::{Element, ElementId};
 use crate::error::Result;
-use crate::stage::{BuildContext, Input, Stage};
+use crate::invalid::Invalid;
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::{Arity, Stage};
 use crate::stream::{BoxStream, IterStream};
 use crate::tensor::Tensor;
 
@@ -42,6 +44,27 @@ impl Stage for FromElements {
         "from_elements"
     }
 
+    fn params(&self) -> Params {
+        // Elements are data, not definition: their count, total size and the digests of
+        // the first and last (ids and values) identify them, without hashing all the data.
+        let sum: usize = self.elements.iter().map(|e| e.nbytes()).sum();
+        let ends = [self.elements.first(), self.elements.last()];
+        let digest: Vec<String> = ends
+            .into_iter()
+            .flatten()
+            .map(crate::checkpoint::element_digest)
+            .collect();
+        Params::new()
+            .with("elements", self.elements.len())
+            .with("bytes", sum)
+            .with("digest", digest)
+            .with("keep_ids", self.keep_ids)
+    }
+
+    fn arity(&self) -> Arity {
+        Arity::None
+    }
+
     fn build(&self, _inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
         let elements = Arc::clone(&self.elements);
         let keep = self.keep_ids;
@@ -72,20 +95,6 @@ impl Stage for FromElements {
         })));
         Ok((stream, from as u64))
     }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn fingerprint(&self) -> String {
-        // Elements are data, not definition: fingerprint their count and contents' shape.
-        let sum: usize = self.elements.iter().map(|e| e.nbytes()).sum();
-        format!(
-            "from_elements(n={}, bytes={sum}, first={:?})",
-            self.elements.len(),
-            self.elements.first()
-        )
-    }
 }
 
 /// `range(start, end, step)`: elements with one scalar `i64` named `value`
@@ -114,10 +123,22 @@ impl Stage for RangeSpec {
         "range"
     }
 
-    fn build(&self, _inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
+    fn arity(&self) -> Arity {
+        Arity::None
+    }
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
         if self.step == 0 {
-            return Err(crate::Error::invalid("range: step must not be 0"));
+            return Err(Invalid::at("step", "range: `step` must not be 0"));
         }
+        Ok(())
+    }
+
+    fn build(&self, _inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
         let RangeSpec { start, end, step } = *self;
         let n = if (step > 0 && end > start) || (step < 0 && end < start) {
             ((end - start).unsigned_abs() - 1) / step.unsigned_abs() + 1
@@ -136,9 +157,6 @@ impl Stage for RangeSpec {
         _ctx: &BuildContext,
         skip: u64,
     ) -> Result<(BoxStream, u64)> {
-        if self.step == 0 {
-            return Err(crate::Error::invalid("range: step must not be 0"));
-        }
         let RangeSpec { start, end, step } = *self;
         let n = if (step > 0 && end > start) || (step < 0 && end < start) {
             ((end - start).unsigned_abs() - 1) / step.unsigned_abs() + 1
@@ -151,9 +169,5 @@ impl Stage for RangeSpec {
             Ok(Element::new(ElementId::new(0, i)).with(RANGE_VALUE, Tensor::scalar_i64(v)))
         })));
         Ok((stream, from))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -1,17 +1,20 @@
 //! `tfrecord`: records of TFRecord files, read file after file.
 
-use std::any::Any;
 use std::fs::File;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sluice_proto::tfrecord::{Compression, CorruptionPolicy, ReaderOptions, TfRecordReader};
 
+use crate::dataset::Dataset;
 use crate::element::{Element, ElementId, Provenance};
 use crate::error::{Error, Result};
+use crate::invalid::Invalid;
 use crate::options::ErrorPolicy;
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
 use crate::sources::files::filename_of;
-use crate::stage::{BuildContext, Input, Stage};
+use crate::stage::{Arity, OpenFn, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
 /// Reads TFRecord files (`tf.data.TFRecordDataset`): each record becomes an element with
@@ -143,10 +146,46 @@ impl Stage for TfRecordSpec {
         "tfrecord"
     }
 
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        if self.max_record_len == 0 {
+            return Err(Invalid::at(
+                "max_record_len",
+                "`max_record_len` must be at least 1",
+            ));
+        }
+        if self.buffer_size == 0 {
+            return Err(Invalid::at(
+                "buffer_size",
+                "`buffer_size` must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    fn file_reader(&self) -> Option<OpenFn> {
+        let spec = self.clone();
+        Some(Arc::new(move |file: &Element| {
+            Ok(Dataset::from_stage(
+                TfRecordFile {
+                    path: filename_of(file)?,
+                    file_index: file.id().source,
+                    spec: spec.clone(),
+                },
+                vec![],
+            ))
+        }))
+    }
+
+    fn shards_by_input(&self) -> bool {
+        true
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        let [input] = inputs else {
-            return Err(Error::invalid("tfrecord takes one input: a file list"));
-        };
+        let input = crate::stages::single_input(inputs, "tfrecord")?;
         // `in` counts the records read, not the file names taken from the input.
         ctx.metrics().set_counts_own_inputs();
         Ok(Box::new(Sequential {
@@ -156,9 +195,34 @@ impl Stage for TfRecordSpec {
             ctx: ctx.clone(),
         }))
     }
+}
 
-    fn as_any(&self) -> &dyn Any {
-        self
+/// One TFRecord file as a source: its records, with ids `(file_index, record index)`. The
+/// sub-dataset `interleave` reads for each file of a `tfrecord` source.
+#[derive(Debug, Clone)]
+pub struct TfRecordFile {
+    path: String,
+    file_index: u64,
+    spec: TfRecordSpec,
+}
+
+impl Stage for TfRecordFile {
+    fn name(&self) -> &'static str {
+        "tfrecord_file"
+    }
+
+    fn params(&self) -> Params {
+        Params::of(&self.spec)
+            .with("path", &self.path)
+            .with("file_index", self.file_index)
+    }
+
+    fn arity(&self) -> Arity {
+        Arity::None
+    }
+
+    fn build(&self, _inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        self.spec.open_file(&self.path, self.file_index, ctx)
     }
 }
 

@@ -1,15 +1,18 @@
 //! `batch`: combine consecutive elements along a new leading dimension.
 
-use std::any::Any;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-
-use std::sync::Arc;
 
 use crate::element::{Element, batch_values};
 use crate::error::{Error, Result};
 use crate::executor::parallel::{ParallelStream, Source, WorkFn};
-use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::invalid::Invalid;
+use crate::options::ErrorPolicy;
+use crate::parallelism::{NumParallel, check_num_parallel};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Stacks `batch_size` consecutive elements. Values of equal shape stack into a dense
@@ -66,21 +69,29 @@ impl Stage for BatchSpec {
         "batch"
     }
 
-    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
+    fn validate(&self) -> Result<(), Invalid> {
         if self.batch_size == 0 {
-            return Err(Error::invalid("batch: batch_size must be at least 1"));
+            return Err(Invalid::at(
+                "batch_size",
+                "batch: `batch_size` must be at least 1",
+            ));
         }
-        let input = crate::stages::single_input(inputs, "batch")?;
-        if let Some(fused) = crate::stages::image_ops_batch::fuse(input, self, ctx)? {
-            return Ok(fused);
-        }
+        check_num_parallel("batch", self.num_parallel)
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let upstream = crate::stages::single_input(inputs, "batch")?.open()?;
+        let groups = Groups {
+            upstream,
+            size: self.batch_size,
+            drop_remainder: self.drop_remainder,
+        };
         let workers = ctx.parallelism(self.num_parallel);
         if workers.0 > 0 {
-            let groups = Groups {
-                upstream: crate::stages::single_input(inputs, "batch")?.open()?,
-                size: self.batch_size,
-                drop_remainder: self.drop_remainder,
-            };
             let f: WorkFn<Vec<Element>> =
                 Arc::new(|items: Vec<Element>| combine_dense(&items).map(Some));
             return Ok(Box::new(ParallelStream::start(
@@ -92,11 +103,7 @@ impl Stage for BatchSpec {
             )));
         }
         Ok(Box::new(BatchStream {
-            groups: Groups {
-                upstream: crate::stages::single_input(inputs, "batch")?.open()?,
-                size: self.batch_size,
-                drop_remainder: self.drop_remainder,
-            },
+            groups,
             combine: Box::new(combine_dense),
             ctx: ctx.clone(),
         }))
@@ -108,37 +115,54 @@ impl Stage for BatchSpec {
         ctx: &BuildContext,
         skip: u64,
     ) -> Result<(BoxStream, u64)> {
-        if ctx.error_policy() != crate::options::ErrorPolicy::Fail || self.batch_size == 0 {
-            let mut stream = self.build(inputs, ctx)?;
-            let skipped = crate::stage::discard(&mut stream, skip)?;
-            return Ok((stream, skipped));
-        }
-        // `skip` batches are `skip × batch_size` inputs, not assembled.
-        let size = self.batch_size as u64;
-        let input =
-            crate::stages::single_input(inputs, "batch")?.skipping(skip.saturating_mul(size));
-        let stream = self.build(std::slice::from_ref(&input), ctx)?;
-        let k = input.skipped();
-        // Short of the mark only at the end: a last partial batch was one more output.
-        let skipped = if self.drop_remainder {
-            k / size
-        } else {
-            k.div_ceil(size)
-        };
-        Ok((stream, skipped.min(skip)))
+        batch_from(
+            self,
+            self.batch_size,
+            self.drop_remainder,
+            inputs,
+            ctx,
+            skip,
+        )
     }
 
     fn order_deterministic(&self) -> bool {
         self.deterministic || self.num_parallel == NumParallel::Sequential
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn runs_inline(&self) -> bool {
         self.num_parallel == NumParallel::Sequential
     }
+}
+
+/// [`Stage::build_from`] of a stage that batches `size` elements of its input (`batch`,
+/// `padded_batch`, a fused batch): `skip` batches are `skip × size` inputs, skipped
+/// unread, not assembled (under the fail policy; under skip, a failed batch changes the
+/// count, so it replays).
+pub(crate) fn batch_from(
+    stage: &dyn Stage,
+    size: usize,
+    drop_remainder: bool,
+    inputs: &[Input],
+    ctx: &BuildContext,
+    skip: u64,
+) -> Result<(BoxStream, u64)> {
+    if ctx.error_policy() != ErrorPolicy::Fail || size == 0 {
+        let mut stream = stage.build(inputs, ctx)?;
+        let skipped = crate::run::discard(&mut stream, skip)?;
+        return Ok((stream, skipped));
+    }
+    let size = size as u64;
+    let input =
+        crate::stages::single_input(inputs, stage.name())?.skipping(skip.saturating_mul(size));
+    let stream = stage.build(std::slice::from_ref(&input), ctx)?;
+    let k = input.skipped();
+    // Short of the mark only at the end: a last partial batch was one more output.
+    let skipped = if drop_remainder {
+        k / size
+    } else {
+        k.div_ceil(size)
+    };
+    Ok((stream, skipped.min(skip)))
 }
 
 /// Groups of `size` consecutive elements (the last one smaller unless `drop_remainder`).

@@ -1,7 +1,6 @@
 //! `cache`: keep the first complete pass, in memory or in a directory, and serve later
 //! passes from it.
 
-use std::any::Any;
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -13,7 +12,10 @@ use sluice_proto::tfrecord::{Compression, ReaderOptions, TfRecordReader, TfRecor
 use crate::codec;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::invalid::Invalid;
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream, IterStream};
 
 /// Where a cache lives.
@@ -51,6 +53,22 @@ impl Stage for CacheStage {
         "cache"
     }
 
+    fn params(&self) -> Params {
+        Params::of(&self.spec)
+    }
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        if let CacheSpec::Directory(d) = &self.spec
+            && d.as_os_str().is_empty()
+        {
+            return Err(Invalid::at(
+                "directory",
+                "cache: `directory` must not be empty (leave it out to cache in memory)",
+            ));
+        }
+        Ok(())
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         let input = crate::stages::single_input(inputs, "cache")?;
         match &self.spec {
@@ -70,7 +88,7 @@ impl Stage for CacheStage {
                 }))
             }
             CacheSpec::Directory(dir) => {
-                let fp = input.dataset().fingerprint();
+                let fp = input.fingerprint();
                 let name = format!("sluice-cache-{}-seed{}.tfrecord", &fp[..24], ctx.seed());
                 let path = dir.join(name);
                 if path.is_file() {
@@ -83,14 +101,6 @@ impl Stage for CacheStage {
                 DiskFill::start(input.open()?, &path, &fp).map(|s| Box::new(s) as BoxStream)
             }
         }
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn fingerprint(&self) -> String {
-        format!("cache({:?})", self.spec)
     }
 }
 

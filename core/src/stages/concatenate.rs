@@ -1,12 +1,12 @@
 //! `concatenate`: the elements of one dataset, then another's.
 
-use std::any::Any;
-
 use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::Result;
-use crate::stage::{BuildContext, Input, Stage};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Yields every element of each input in turn. Inputs are opened only when reached.
@@ -17,6 +17,10 @@ pub struct ConcatenateSpec {}
 impl Stage for ConcatenateSpec {
     fn name(&self) -> &'static str {
         "concatenate"
+    }
+
+    fn params(&self) -> Params {
+        Params::of(self)
     }
 
     fn build(&self, inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
@@ -58,10 +62,6 @@ impl Stage for ConcatenateSpec {
             }),
             skip - left,
         ))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -8,7 +8,6 @@
 //! element's own RNG, so the output is the two stages' bit for bit (see
 //! `image_ops_batch.rs` and [`Options::map_and_batch_fusion`](crate::Options)).
 
-use std::any::Any;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -17,8 +16,11 @@ use crate::element::{Element, ElementId, Value};
 use crate::error::{Error, Result};
 use crate::executor::parallel::WorkFn;
 use crate::image::{PointChain, PointLoad, PointOp, color, decode, geometry};
+use crate::parallelism::NumParallel;
+use crate::params::Params;
 use crate::rng::{ElementRng, StreamKey};
-use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stages::map::{MapSpec, run_elementwise};
 use crate::stats::StageMetrics;
 use crate::stream::BoxStream;
@@ -813,6 +815,10 @@ impl Stage for ImageOpsSpec {
         "image_ops"
     }
 
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         self.check()?;
         let upstream = crate::stages::single_input(inputs, "image_ops")?.open()?;
@@ -838,15 +844,11 @@ impl Stage for ImageOpsSpec {
         skip: u64,
     ) -> Result<(BoxStream, u64)> {
         // One output per input: skip inputs without doing this stage's work.
-        crate::stage::build_one_to_one(self, inputs, ctx, skip)
+        crate::run::build_one_to_one(self, inputs, ctx, skip)
     }
 
     fn order_deterministic(&self) -> bool {
         self.deterministic || self.num_parallel == NumParallel::Sequential
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     fn runs_inline(&self) -> bool {

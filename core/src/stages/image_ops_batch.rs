@@ -16,47 +16,107 @@
 //! way from the same elements, so errors, skips and their counts are exactly those of
 //! the two stages. Stats still show `image_ops` (its work, counted in batches) and `batch`.
 //!
-//! The fusion applies when `batch`'s input is an `image_ops` whose output order is
-//! deterministic, and [`Options::map_and_batch_fusion`](crate::Options) is on (default).
+//! The [`MapAndBatchFusion`](crate::optimize::MapAndBatchFusion) rule makes the fused stage
+//! when `batch`'s input is an `image_ops` whose output order is deterministic, and
+//! [`Options::map_and_batch_fusion`](crate::Options) is on (default).
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crate::element::{Element, Value};
+use crate::error::Error;
 use crate::error::Result;
 use crate::executor::parallel::WorkFn;
+use crate::invalid::Invalid;
+use crate::params::Params;
+use crate::plan::PlanNode;
 use crate::rng::{ElementRng, StreamKey};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stages::batch::{BatchSpec, combine_dense, next_batch};
 use crate::stages::image_ops::ImageOpsSpec;
 use crate::stages::map::map_next;
 use crate::stream::{BoxStream, ElementStream};
 use crate::tensor::{DType, Tensor};
 
-/// The fused stream when `input` (of a `batch` with `spec`, built with `batch_ctx`) is an
-/// `image_ops` that can be fused; `None` otherwise.
-pub(crate) fn fuse(
+/// A `batch` fused with the `image_ops` that is its input (made by the
+/// [`MapAndBatchFusion`](crate::optimize::MapAndBatchFusion) rule; see the
+/// [module docs](self)). Stats, errors and `explain` still show both stages: this one as
+/// `batch`, its input as `image_ops`, doing the work.
+#[derive(Debug, Clone)]
+pub struct FusedImageOpsBatch {
+    /// The `batch` as written.
+    pub batch: BatchSpec,
+}
+
+impl Stage for FusedImageOpsBatch {
+    fn name(&self) -> &'static str {
+        "batch"
+    }
+
+    fn params(&self) -> Params {
+        Params::of(&self.batch).with("fused_with_input", "image_ops")
+    }
+
+    fn validate(&self) -> Result<(), Invalid> {
+        self.batch.validate()
+    }
+
+    fn check_inputs(&self, inputs: &[Arc<PlanNode>]) -> Result<(), String> {
+        match inputs {
+            [ops] if ops.stage_as::<ImageOpsSpec>().is_some() => Ok(()),
+            _ => Err("a batch fused with image_ops needs that image_ops as its input".into()),
+        }
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let input = crate::stages::single_input(inputs, "batch")?;
+        let ops = input
+            .node()
+            .stage_as::<ImageOpsSpec>()
+            .ok_or_else(|| Error::invalid("a fused batch's input is not an image_ops"))?
+            .clone();
+        fuse(input, ops, &self.batch, ctx)
+    }
+
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        crate::stages::batch::batch_from(
+            self,
+            self.batch.batch_size,
+            self.batch.drop_remainder,
+            inputs,
+            ctx,
+            skip,
+        )
+    }
+
+    fn order_deterministic(&self) -> bool {
+        self.batch.order_deterministic()
+    }
+
+    fn runs_inline(&self) -> bool {
+        self.batch.runs_inline()
+    }
+}
+
+/// The fused stream of a `batch` with `spec` (built with `batch_ctx`) over `input`, an
+/// `image_ops` with `ops`.
+fn fuse(
     input: &Input,
+    ops: ImageOpsSpec,
     spec: &BatchSpec,
     batch_ctx: &BuildContext,
-) -> Result<Option<BoxStream>> {
-    let Some(ops) = input
-        .dataset()
-        .stage()
-        .as_any()
-        .downcast_ref::<ImageOpsSpec>()
-    else {
-        return Ok(None);
-    };
-    if !batch_ctx.options().map_and_batch_fusion || !ops.order_deterministic() {
-        return Ok(None);
-    }
-    ops.check()?;
-    let ops = Arc::new(ops.clone());
+) -> Result<BoxStream> {
+    let ops = Arc::new(ops);
     let spec = *spec;
     let batch_ctx = batch_ctx.clone();
-    let stream = input.open_with(move |inputs, ctx, skip| {
+    input.open_with(move |inputs, ctx, skip| {
         // `image_ops` is one output per input: skipping its outputs skips its input's
         // (a `batch` only asks for a skip under the fail policy).
         let upstream = crate::stages::single_input(inputs, "image_ops")?.skipping(skip);
@@ -91,8 +151,7 @@ pub(crate) fn fuse(
             }) as BoxStream,
             skipped,
         ))
-    })?;
-    Ok(Some(stream))
+    })
 }
 
 /// Batches of `image_ops`'s output, made from its input (see the [module docs](self)).

@@ -1,6 +1,5 @@
 //! `interleave`: read several files at once, cycling through them in blocks.
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -10,9 +9,12 @@ use crate::autotune::{Knob, KnobKind};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::prefetch::{Poll, PrefetchStream};
-use crate::sources::files::filename_of;
-use crate::sources::tfrecord::TfRecordSpec;
-use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::invalid::Invalid;
+use crate::parallelism::{NumParallel, check_num_parallel};
+use crate::params::Params;
+use crate::plan::PlanNode;
+use crate::run::{BuildContext, Input};
+use crate::stage::{OpenFn, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
 /// Records a reading thread hands over at a time.
@@ -74,13 +76,69 @@ impl InterleaveSpec {
     }
 }
 
-/// The running definition: an interleave over a file list, reading TFRecord files.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `interleave`: `cycle_length` sub-datasets read at once, `block_length` elements from
+/// each in turn (tf.data's `interleave(map_func)`). Each element of the input opens one
+/// sub-dataset through `open`.
+///
+/// Written as `Dataset::tfrecord(..).interleave(spec)` (or `[[stage]] kind =
+/// "interleave"` right after a file source), it has no `open` of its own: the
+/// [`FilesToInterleave`](crate::optimize::FilesToInterleave) rule gives it the file reader's
+/// (each file's records, one sub-dataset per file) and puts it over the file list. Written
+/// with [`Dataset::interleave_with`](crate::Dataset::interleave_with), it opens what the
+/// function returns, over any dataset.
+#[derive(Clone)]
 pub struct InterleaveStage {
     /// How to interleave.
     pub spec: InterleaveSpec,
-    /// How to read each file.
-    pub reader: TfRecordSpec,
+    /// Opens the sub-dataset of an input element; `None` until the optimizer gives it the
+    /// file reader of its input.
+    pub(crate) open: Option<OpenFn>,
+    /// What `open` is, for `explain` and fingerprints: the reader's kind and parameters,
+    /// or the function's label.
+    pub(crate) reads: Params,
+}
+
+impl std::fmt::Debug for InterleaveStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterleaveStage")
+            .field("spec", &self.spec)
+            .field("reads", &self.reads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InterleaveStage {
+    /// An interleave of the files of the file source it follows (see the type's docs).
+    pub fn of_files(spec: InterleaveSpec) -> Self {
+        InterleaveStage {
+            spec,
+            open: None,
+            reads: Params::new(),
+        }
+    }
+
+    /// An interleave of the sub-datasets `open` makes of each input element; `label` names
+    /// the function in fingerprints (change it to invalidate caches when the function
+    /// changes).
+    pub fn with_fn(spec: InterleaveSpec, open: OpenFn, label: impl Into<String>) -> Self {
+        InterleaveStage {
+            spec,
+            open: Some(open),
+            reads: Params::new().with("fn", label.into()),
+        }
+    }
+
+    /// This interleave reading each file as `reader` (a stage whose
+    /// [`Stage::file_reader`] is `open`) reads it.
+    pub(crate) fn reading_files(&self, reader: &dyn Stage, open: OpenFn) -> Self {
+        InterleaveStage {
+            spec: self.spec,
+            open: Some(open),
+            reads: Params::new()
+                .with("reader", reader.name())
+                .with("reader_params", reader.params()),
+        }
+    }
 }
 
 impl Stage for InterleaveStage {
@@ -88,14 +146,50 @@ impl Stage for InterleaveStage {
         "interleave"
     }
 
-    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        if self.spec.cycle_length == 0 || self.spec.block_length == 0 {
-            return Err(Error::invalid(
-                "interleave: cycle_length and block_length must be at least 1",
+    fn params(&self) -> Params {
+        Params::of(&self.spec).merged(self.reads.clone())
+    }
+
+    fn validate(&self) -> Result<(), Invalid> {
+        if self.spec.cycle_length == 0 {
+            return Err(Invalid::at(
+                "cycle_length",
+                "interleave: `cycle_length` must be at least 1",
             ));
         }
+        if self.spec.block_length == 0 {
+            return Err(Invalid::at(
+                "block_length",
+                "interleave: `block_length` must be at least 1",
+            ));
+        }
+        check_num_parallel("interleave", self.spec.num_parallel)
+    }
+
+    fn check_inputs(&self, inputs: &[Arc<PlanNode>]) -> Result<(), String> {
+        if self.open.is_some() {
+            return Ok(());
+        }
+        let input = inputs.first().map_or("nothing".to_string(), |i| {
+            format!("`{}`", i.stage().display_name())
+        });
+        Err(format!(
+            "interleave reads the files of a file source (such as Dataset::tfrecord, or a \
+             pipeline file's [source]) and must come right after it (or after `shard`); its \
+             input here is {input}. To interleave sub-datasets of any dataset, use \
+             Dataset::interleave_with"
+        ))
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let Some(open) = self.open.clone() else {
+            return Err(Error::invalid(
+                "interleave: no file reader to interleave (see check_inputs)",
+            ));
+        };
         let files = crate::stages::single_input(inputs, "interleave")?.open()?;
-        // `in` counts the records read from the files, not the file names.
+        // `in` counts the elements read from the sub-datasets (a file's records), not the
+        // input elements that name them.
         ctx.metrics().set_counts_own_inputs();
         // Reading threads: `num_parallel` within the CPU budget, at most one per open file.
         // With `auto`, autotune moves files between reading threads and the consumer's
@@ -109,7 +203,7 @@ impl Stage for InterleaveStage {
                 // page cache) up to every open file on its own thread: autotune starts at
                 // none and adds threads when they measurably help (slow storage).
                 let most = budget.min(self.spec.cycle_length);
-                let knob = ctx.autotuned(KnobKind::NumParallel, 0, (0, most));
+                let knob = ctx.autotuned(KnobKind::ReadingThreads, 0, (0, most));
                 (most, Some(knob))
             }
             n => (n.workers(budget).min(self.spec.cycle_length), None),
@@ -126,7 +220,8 @@ impl Stage for InterleaveStage {
             parallel,
             threads,
             knob,
-            stage: self.clone(),
+            spec: self.spec,
+            open,
             ctx: ctx.clone(),
         }))
     }
@@ -135,12 +230,13 @@ impl Stage for InterleaveStage {
         self.spec.deterministic || self.spec.num_parallel == NumParallel::Sequential
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn runs_inline(&self) -> bool {
         self.spec.num_parallel == NumParallel::Sequential
+    }
+
+    fn shards_by_input(&self) -> bool {
+        // Keeping every n-th file of a file interleave keeps those files' records.
+        self.open.is_some() && self.reads.get("reader").is_some()
     }
 }
 
@@ -173,7 +269,8 @@ struct InterleaveStream {
     threads: usize,
     /// Autotune's number of reading threads (`num_parallel = auto`).
     knob: Option<Arc<Knob>>,
-    stage: InterleaveStage,
+    spec: InterleaveSpec,
+    open: OpenFn,
     ctx: BuildContext,
 }
 
@@ -192,8 +289,7 @@ impl InterleaveStream {
                 Some(Err(e)) => return Err(e),
                 Some(Ok(f)) => f,
             };
-            let opened = filename_of(&file)
-                .and_then(|p| self.stage.reader.open_file(&p, file.id().source, &self.ctx));
+            let opened = (self.open)(&file).and_then(|d| self.ctx.open_dataset(&d));
             match opened {
                 Ok(s) => {
                     self.slots[slot] = Some(if slot < self.threads() {
@@ -221,7 +317,7 @@ impl InterleaveStream {
     fn threaded(&self, s: BoxStream) -> Slot {
         // Records cross to the consumer in chunks (a few hundred KiB of typical records),
         // two chunks buffered per open file.
-        let chunk = self.stage.spec.block_length.max(READ_CHUNK);
+        let chunk = self.spec.block_length.max(READ_CHUNK);
         Slot::Threaded(PrefetchStream::start(
             s,
             2 * chunk,
@@ -248,7 +344,7 @@ impl InterleaveStream {
                     Poll::Ready(Some(item)) => {
                         self.cycle = i;
                         self.block += 1;
-                        if self.block >= self.stage.spec.block_length {
+                        if self.block >= self.spec.block_length {
                             self.advance();
                         }
                         return Some(Some(item));
@@ -270,7 +366,7 @@ impl ElementStream for InterleaveStream {
             if self.files.is_none() && self.slots.iter().all(Option::is_none) {
                 return None;
             }
-            if self.parallel && !self.stage.spec.deterministic {
+            if self.parallel && !self.spec.deterministic {
                 match self.any_ready() {
                     Some(Some(item)) => return Some(item),
                     Some(None) => continue,
@@ -313,7 +409,7 @@ impl ElementStream for InterleaveStream {
             match item {
                 Some(item) => {
                     self.block += 1;
-                    if self.block >= self.stage.spec.block_length {
+                    if self.block >= self.spec.block_length {
                         self.advance();
                     }
                     return Some(item);

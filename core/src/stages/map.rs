@@ -1,6 +1,5 @@
 //! `map`: apply a Rust closure to each element, sequentially or on worker threads.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -8,8 +7,13 @@ use serde::{Deserialize, Serialize};
 use crate::element::Element;
 use crate::error::Result;
 use crate::executor::parallel::{ParallelStream, WorkFn, apply};
+use crate::invalid::Invalid;
+use crate::parallelism::NumParallel;
+use crate::parallelism::check_num_parallel;
+use crate::params::Params;
 use crate::rng::ElementRng;
-use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// How a `map` (or `filter`) runs.
@@ -90,6 +94,16 @@ impl Stage for MapStage {
         self.kind
     }
 
+    fn params(&self) -> Params {
+        // Closures cannot be inspected: their type names identify them (a changed closure
+        // body keeps its name; give the stage a new label to invalidate caches).
+        Params::of(&self.spec).with("fn", &self.label)
+    }
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        check_num_parallel(self.kind, self.spec.num_parallel)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         let upstream = crate::stages::single_input(inputs, self.kind)?.open()?;
         let key = ctx.stream_key();
@@ -109,25 +123,15 @@ impl Stage for MapStage {
     ) -> Result<(BoxStream, u64)> {
         if self.kind == "map" {
             // One output per input: skip inputs without calling the function.
-            return crate::stage::build_one_to_one(self, inputs, ctx, skip);
+            return crate::run::build_one_to_one(self, inputs, ctx, skip);
         }
         let mut stream = self.build(inputs, ctx)?;
-        let skipped = crate::stage::discard(&mut stream, skip)?;
+        let skipped = crate::run::discard(&mut stream, skip)?;
         Ok((stream, skipped))
     }
 
     fn order_deterministic(&self) -> bool {
         self.spec.deterministic || self.spec.num_parallel == NumParallel::Sequential
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn fingerprint(&self) -> String {
-        // Closures cannot be inspected: their type names identify them (a changed closure
-        // body keeps its name; give the stage a new label to invalidate caches).
-        format!("{}({:?}, {})", self.kind, self.spec, self.label)
     }
 
     fn runs_inline(&self) -> bool {

@@ -9,7 +9,6 @@
 //! them is counted as skipped). An error from upstream ends the chunk being gathered: the inputs
 //! before it are processed and their outputs come first, then the error, as with `map`.
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -19,8 +18,13 @@ use serde::{Deserialize, Serialize};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::parallel::{ParallelStream, Source, WorkFn, apply};
+use crate::invalid::Invalid;
+use crate::parallelism::NumParallel;
+use crate::parallelism::check_num_parallel;
+use crate::params::Params;
 use crate::rng::ElementRng;
-use crate::stage::{BuildContext, Input, NumParallel, Stage};
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// How a `map_chunks` stage runs.
@@ -155,6 +159,20 @@ impl Stage for MapChunksStage {
         "map_chunks"
     }
 
+    fn params(&self) -> Params {
+        Params::of(&self.spec).with("fn", &self.label)
+    }
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        if self.spec.chunk_size == 0 {
+            return Err(Invalid::at(
+                "chunk_size",
+                format!("{}: `chunk_size` must be at least 1", self.display_name()),
+            ));
+        }
+        check_num_parallel(&self.display_name(), self.spec.num_parallel)
+    }
+
     fn display_name(&self) -> Cow<'_, str> {
         match &self.display_name {
             Some(name) => Cow::Borrowed(name),
@@ -163,9 +181,6 @@ impl Stage for MapChunksStage {
     }
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        if self.spec.chunk_size == 0 {
-            return Err(Error::invalid("map_chunks: chunk_size must be at least 1"));
-        }
         let upstream = crate::stages::single_input(inputs, "map_chunks")?.open()?;
         let groups = Chunks {
             upstream,
@@ -195,14 +210,6 @@ impl Stage for MapChunksStage {
 
     fn order_deterministic(&self) -> bool {
         self.spec.deterministic || self.spec.num_parallel == NumParallel::Sequential
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn fingerprint(&self) -> String {
-        format!("map_chunks({:?}, {})", self.spec, self.label)
     }
 
     fn runs_inline(&self) -> bool {

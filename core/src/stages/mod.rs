@@ -5,7 +5,7 @@ pub mod batch;
 pub mod cache;
 pub mod concatenate;
 pub mod image_ops;
-pub(crate) mod image_ops_batch;
+pub mod image_ops_batch;
 pub mod interleave;
 pub mod map;
 pub mod map_chunks;
@@ -22,7 +22,7 @@ pub mod unbatch;
 pub mod zip;
 
 use crate::error::{Error, Result};
-use crate::stage::Input;
+use crate::run::Input;
 
 /// The one input of a single-input stage.
 pub(crate) fn single_input<'a>(inputs: &'a [Input], stage: &str) -> Result<&'a Input> {

@@ -1,6 +1,5 @@
 //! `padded_batch`: batch elements whose shapes differ by padding them to a common shape.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
@@ -8,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::{Element, Value};
 use crate::error::{Error, Result};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stages::batch::{BatchStream, Groups, common_names};
 use crate::stream::BoxStream;
 use crate::tensor::{DType, Tensor, TensorData};
@@ -89,6 +90,10 @@ impl Stage for PaddedBatchSpec {
         "padded_batch"
     }
 
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         if self.batch_size == 0 {
             return Err(Error::invalid(
@@ -115,7 +120,7 @@ impl Stage for PaddedBatchSpec {
     ) -> Result<(BoxStream, u64)> {
         if ctx.error_policy() != crate::options::ErrorPolicy::Fail || self.batch_size == 0 {
             let mut stream = self.build(inputs, ctx)?;
-            let skipped = crate::stage::discard(&mut stream, skip)?;
+            let skipped = crate::run::discard(&mut stream, skip)?;
             return Ok((stream, skipped));
         }
         // `skip` batches are `skip × batch_size` inputs, not assembled.
@@ -131,10 +136,6 @@ impl Stage for PaddedBatchSpec {
             k.div_ceil(size)
         };
         Ok((stream, skipped.min(skip)))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

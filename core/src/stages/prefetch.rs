@@ -1,13 +1,14 @@
 //! `prefetch`: run the upstream ahead on its own thread into a bounded buffer.
 
-use std::any::Any;
-
 use serde::{Deserialize, Serialize};
 
 use crate::autotune::{KnobKind, MAX_BUFFER};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::executor::prefetch::PrefetchStream;
-use crate::stage::{BuildContext, Input, Stage};
+use crate::invalid::Invalid;
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::BoxStream;
 
 /// A buffer size: a number of elements, or `"auto"`.
@@ -54,12 +55,28 @@ impl Stage for PrefetchSpec {
         "prefetch"
     }
 
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
+    fn tuning_params(&self) -> &'static [&'static str] {
+        // The buffer's size never changes the elements.
+        &["buffer_size"]
+    }
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        if self.buffer_size == BufferSize::Fixed(0) {
+            return Err(Invalid::at(
+                "buffer_size",
+                "prefetch: `buffer_size` must be at least 1 or \"auto\"",
+            ));
+        }
+        Ok(())
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         let (capacity, knob) = match self.buffer_size {
-            BufferSize::Fixed(0) => {
-                return Err(Error::invalid("prefetch: buffer_size must be at least 1"));
-            }
-            BufferSize::Fixed(n) => (n, None),
+            BufferSize::Fixed(n) => (n.max(1), None),
             BufferSize::Auto => {
                 let initial = (2 * ctx.options().cpu_budget).clamp(2, 16);
                 let knob = ctx.autotuned(KnobKind::BufferSize, initial, (1, MAX_BUFFER));
@@ -73,11 +90,6 @@ impl Stage for PrefetchSpec {
         )))
     }
 
-    fn resume_fingerprint(&self) -> String {
-        // The buffer's size never changes the elements.
-        "prefetch".into()
-    }
-
     fn build_from(
         &self,
         inputs: &[Input],
@@ -88,10 +100,6 @@ impl Stage for PrefetchSpec {
         let input = crate::stages::single_input(inputs, "prefetch")?.skipping(skip);
         let stream = self.build(std::slice::from_ref(&input), ctx)?;
         Ok((stream, input.skipped()))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     fn runs_inline(&self) -> bool {

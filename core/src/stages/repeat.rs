@@ -1,13 +1,13 @@
 //! `repeat`: iterate the input `count` times, or forever.
 
-use std::any::Any;
-
 use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::Result;
+use crate::params::Params;
 use crate::rng::combine;
-use crate::stage::{BuildContext, Input, Stage};
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Re-opens its input after each pass. Each pass is a new epoch for the stages below (so
@@ -24,6 +24,10 @@ pub struct RepeatSpec {
 impl Stage for RepeatSpec {
     fn name(&self) -> &'static str {
         "repeat"
+    }
+
+    fn params(&self) -> Params {
+        Params::of(self)
     }
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
@@ -91,10 +95,6 @@ impl Stage for RepeatSpec {
             }),
             skip - left,
         ))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

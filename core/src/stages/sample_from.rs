@@ -1,15 +1,18 @@
 //! `sample_from`: interleave datasets by seeded random choice with weights.
 
-use std::any::Any;
-
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::invalid::Invalid;
+use crate::params::Params;
+use crate::plan::PlanNode;
 use crate::rng::{StreamKey, StreamRng};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
+use std::sync::Arc;
 
 /// Each element comes from input `i` with probability proportional to `weights[i]`
 /// (`tf.data.Dataset.sample_from_datasets`). An exhausted input leaves the draw (the others'
@@ -32,21 +35,40 @@ impl Stage for SampleFromSpec {
         "sample_from"
     }
 
-    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        if inputs.len() != self.weights.len() || inputs.is_empty() {
-            return Err(Error::invalid(format!(
-                "sample_from: {} inputs but {} weights",
-                inputs.len(),
-                self.weights.len()
-            )));
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        if self.weights.is_empty() {
+            return Err(Invalid::at(
+                "weights",
+                "sample_from: `weights` needs one weight per input",
+            ));
         }
         if self.weights.iter().any(|w| !w.is_finite() || *w < 0.0)
             || self.weights.iter().sum::<f64>() <= 0.0
         {
-            return Err(Error::invalid(
+            return Err(Invalid::at(
+                "weights",
                 "sample_from: weights must be finite, non-negative and not all zero",
             ));
         }
+        Ok(())
+    }
+
+    fn check_inputs(&self, inputs: &[Arc<PlanNode>]) -> std::result::Result<(), String> {
+        if inputs.len() != self.weights.len() {
+            return Err(format!(
+                "sample_from: {} inputs but {} weights",
+                inputs.len(),
+                self.weights.len()
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         let key = StreamKey {
             seed: self.seed.unwrap_or(ctx.seed()),
             epoch: ctx.epoch(),
@@ -61,10 +83,6 @@ impl Stage for SampleFromSpec {
             stop_on_empty: self.stop_on_empty,
             rng: key.rng(),
         }))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -1,12 +1,12 @@
 //! `shard`: keep one of every `num_shards` elements.
 
-use std::any::Any;
-
 use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Keeps the elements at positions `index`, `index + num_shards`, ... Applied to a TFRecord
@@ -26,6 +26,10 @@ impl Stage for ShardSpec {
         "shard"
     }
 
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
     fn build(&self, inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
         if self.num_shards == 0 || self.index >= self.num_shards {
             return Err(Error::invalid(format!(
@@ -38,10 +42,6 @@ impl Stage for ShardSpec {
             position: 0,
             spec: *self,
         }))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

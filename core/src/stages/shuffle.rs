@@ -1,14 +1,14 @@
 //! `shuffle`: a buffered, seeded shuffle (`tf.data.Dataset.shuffle`).
 
-use std::any::Any;
-
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::params::Params;
 use crate::rng::{StreamKey, StreamRng};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Fills a buffer of `buffer_size` elements and repeatedly emits a uniformly chosen one,
@@ -48,6 +48,10 @@ impl Stage for ShuffleSpec {
         "shuffle"
     }
 
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         if self.buffer_size == 0 {
             return Err(Error::invalid("shuffle: buffer_size must be at least 1"));
@@ -71,10 +75,6 @@ impl Stage for ShuffleSpec {
             budget: ctx.options().ram_budget_bytes,
             ctx: ctx.clone(),
         }))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -1,12 +1,12 @@
 //! `skip`: drop the first `count` elements.
 
-use std::any::Any;
-
 use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::Result;
-use crate::stage::{BuildContext, Input, Stage};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Drops the first `count` elements (errors among them still travel).
@@ -20,6 +20,10 @@ pub struct SkipSpec {
 impl Stage for SkipSpec {
     fn name(&self) -> &'static str {
         "skip"
+    }
+
+    fn params(&self) -> Params {
+        Params::of(self)
     }
 
     fn build(&self, inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
@@ -40,10 +44,6 @@ impl Stage for SkipSpec {
         let upstream = input.open()?;
         let skipped = input.skipped().saturating_sub(self.count);
         Ok((Box::new(SkipStream { upstream, left: 0 }), skipped))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

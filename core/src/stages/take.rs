@@ -1,12 +1,12 @@
 //! `take`: the first `count` elements.
 
-use std::any::Any;
-
 use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::Result;
-use crate::stage::{BuildContext, Input, Stage};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Yields the first `count` elements, then stops its input (joining its threads).
@@ -20,6 +20,10 @@ pub struct TakeSpec {
 impl Stage for TakeSpec {
     fn name(&self) -> &'static str {
         "take"
+    }
+
+    fn params(&self) -> Params {
+        Params::of(self)
     }
 
     fn build(&self, inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
@@ -52,10 +56,6 @@ impl Stage for TakeSpec {
             }),
             skipped,
         ))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

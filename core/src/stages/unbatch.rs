@@ -1,13 +1,14 @@
 //! `unbatch`: split batched elements back into elements.
 
-use std::any::Any;
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
 use crate::element::{Element, batch_len, unbatch_value};
 use crate::error::{Error, Result};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Splits each element along its leading dimension (dense or ragged). Every value must have
@@ -21,16 +22,16 @@ impl Stage for UnbatchSpec {
         "unbatch"
     }
 
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         Ok(Box::new(UnbatchStream {
             upstream: crate::stages::single_input(inputs, "unbatch")?.open()?,
             pending: VecDeque::new(),
             ctx: ctx.clone(),
         }))
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -1,12 +1,12 @@
 //! `zip`: combine the i-th elements of several datasets.
 
-use std::any::Any;
-
 use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::{Arity, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
 /// Yields one element per position holding the values of every input's element there
@@ -21,10 +21,15 @@ impl Stage for ZipSpec {
         "zip"
     }
 
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
+    fn arity(&self) -> Arity {
+        Arity::AtLeast(1)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        if inputs.is_empty() {
-            return Err(Error::invalid("zip needs at least one input"));
-        }
         Ok(Box::new(ZipStream {
             inputs: inputs.iter().map(Input::open).collect::<Result<_>>()?,
             ctx: ctx.clone(),
@@ -38,11 +43,7 @@ impl Stage for ZipSpec {
         skip: u64,
     ) -> Result<(BoxStream, u64)> {
         // One output per input: skip inputs without doing this stage's work.
-        crate::stage::build_one_to_one(self, inputs, ctx, skip)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
+        crate::run::build_one_to_one(self, inputs, ctx, skip)
     }
 }
 

@@ -10,7 +10,6 @@ mod columns;
 mod fast;
 mod reference;
 
-use std::any::Any;
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
@@ -18,7 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::{Element, RECORD, Value};
 use crate::error::{Error, Result};
-use crate::stage::{BuildContext, Input, Stage};
+use crate::params::Params;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
 use crate::stages::padded_batch::PadValue;
 use crate::stream::{BoxStream, ElementStream};
 use crate::tensor::{DType, Tensor, TensorData};
@@ -195,6 +196,10 @@ impl Stage for ParseExampleSpec {
         "parse_example"
     }
 
+    fn params(&self) -> Params {
+        Params::of(self)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         for (key, spec) in &self.features {
             if let FeatureSpec::FixedLen {
@@ -220,11 +225,7 @@ impl Stage for ParseExampleSpec {
         skip: u64,
     ) -> Result<(BoxStream, u64)> {
         // One output per input: skip inputs without doing this stage's work.
-        crate::stage::build_one_to_one(self, inputs, ctx, skip)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
+        crate::run::build_one_to_one(self, inputs, ctx, skip)
     }
 }
 

@@ -1,0 +1,169 @@
+//! [`BuildContext`]: what a stage receives when it is built.
+
+use std::sync::Arc;
+
+use crate::autotune::{Knob, KnobKind};
+use crate::dataset::Dataset;
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::executor::shutdown::Shutdown;
+use crate::options::{ErrorPolicy, Options};
+use crate::parallelism::NumParallel;
+use crate::rng::{ElementRng, StreamKey};
+use crate::stats::StageMetrics;
+use crate::stream::BoxStream;
+
+use super::RunShared;
+
+/// What a stage receives when built: the pipeline's seed and options, the epoch, its own
+/// number, name and metrics, and the shutdown signal its threads must observe.
+#[derive(Debug, Clone)]
+pub struct BuildContext {
+    pub(crate) shared: Arc<RunShared>,
+    pub(crate) epoch: u64,
+    pub(crate) index: usize,
+    /// The stage's name as stats, errors and `explain` show it (`display_name`).
+    pub(crate) name: Arc<str>,
+    pub(crate) metrics: Arc<StageMetrics>,
+}
+
+impl BuildContext {
+    /// The pipeline's seed.
+    pub fn seed(&self) -> u64 {
+        self.shared.seed
+    }
+
+    /// The epoch (distinct for every repetition inside `repeat` too).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The stage's number in the pipeline.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The pipeline's options.
+    pub fn options(&self) -> &Options {
+        &self.shared.options
+    }
+
+    /// The pipeline's error policy.
+    pub fn error_policy(&self) -> ErrorPolicy {
+        self.shared.options.error_policy
+    }
+
+    /// The run's threads for the rows of a batch (`cpu_budget` of them), if they started.
+    pub(crate) fn row_pool(&self) -> Option<Arc<rayon::ThreadPool>> {
+        self.shared.row_pool()
+    }
+
+    /// The stage's live metrics.
+    pub fn metrics(&self) -> &Arc<StageMetrics> {
+        &self.metrics
+    }
+
+    /// The pipeline's shutdown signal.
+    pub fn shutdown(&self) -> &Shutdown {
+        &self.shared.shutdown
+    }
+
+    /// The autotuned value of this stage's `kind` setting, starting at `initial` within
+    /// `min..=max` (see [`crate::autotune`]). The same knob is returned when `repeat`
+    /// rebuilds the stage; the stage reads [`Knob::get`] as it runs.
+    pub fn autotuned(&self, kind: KnobKind, initial: usize, bounds: (usize, usize)) -> Arc<Knob> {
+        self.shared.autotune.knob(
+            self.index,
+            self.stage_label(),
+            kind,
+            initial,
+            bounds,
+            &self.metrics,
+        )
+    }
+
+    /// Worker threads for `num_parallel`: how many to start, and the knob that says how
+    /// many of them work when it is `auto` (they start all working).
+    pub fn parallelism(&self, num_parallel: NumParallel) -> (usize, Option<Arc<Knob>>) {
+        let budget = self.options().cpu_budget.max(1);
+        match num_parallel {
+            NumParallel::Auto => {
+                let knob = self.autotuned(KnobKind::NumParallel, budget, (1, budget));
+                (budget, Some(knob))
+            }
+            n => (n.workers(budget), None),
+        }
+    }
+
+    /// The RNG stream of this stage in this epoch.
+    pub fn stream_key(&self) -> StreamKey {
+        StreamKey {
+            seed: self.shared.seed,
+            epoch: self.epoch,
+            stage: self.index as u64,
+        }
+    }
+
+    /// The RNG of one element in this stage and epoch.
+    pub fn element_rng(&self, element: &Element) -> ElementRng {
+        self.stream_key().element_rng(element.id())
+    }
+
+    /// `name#number`, as stats, errors and `explain` name the stage (e.g.
+    /// `plugin:gray_solarize#3`).
+    pub fn stage_label(&self) -> String {
+        format!("{}#{}", self.name, self.index)
+    }
+
+    /// Wraps an error raised while processing `element` with this stage's context.
+    pub fn element_error(&self, element: &Element, error: Error) -> Error {
+        Error::Stage {
+            stage: self.stage_label(),
+            element: Some(element.id()),
+            provenance: element.provenance().cloned(),
+            source: Box::new(error),
+        }
+    }
+
+    /// Wraps an error not tied to one element with this stage's context.
+    pub fn stream_error(&self, error: Error) -> Error {
+        Error::Stage {
+            stage: self.stage_label(),
+            element: None,
+            provenance: None,
+            source: Box::new(error),
+        }
+    }
+
+    /// Applies the error policy to an error raised in this stage: `Some(error)` to pass
+    /// down the stream (fail), `None` when it was skipped and counted (skip).
+    pub fn on_error(&self, error: Error) -> Option<Error> {
+        self.on_error_dropping(error, 1)
+    }
+
+    /// [`BuildContext::on_error`] for an error that drops `n` elements at once (a failed
+    /// chunk of `map_chunks`, a batch that cannot be assembled): under skip, all `n` are
+    /// counted.
+    pub fn on_error_dropping(&self, error: Error, n: u64) -> Option<Error> {
+        match self.error_policy() {
+            ErrorPolicy::Fail => Some(error),
+            ErrorPolicy::Skip => {
+                tracing::debug!(stage = %self.stage_label(), %error, dropped = n, "skipped");
+                self.metrics.add_skipped(n);
+                None
+            }
+        }
+    }
+
+    /// Runs `dataset` inside this stage (the sub-datasets of `interleave`): its plan is
+    /// optimized and checked like a pipeline's, and its stages are built with this stage's
+    /// context: they count into this stage's statistics, name it in their errors and draw
+    /// from its random stream (keyed by element id). Dropping the stream stops it.
+    pub fn open_dataset(&self, dataset: &Dataset) -> Result<BoxStream> {
+        let plan = crate::optimize::Optimizer::default()
+            .optimize(dataset.plan(), self.options())?
+            .plan;
+        super::check(&plan, &super::number(&plan))?;
+        super::build_nested(&plan, self, self.epoch, 0).map(|(stream, _)| stream)
+    }
+}

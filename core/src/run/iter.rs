@@ -1,0 +1,186 @@
+//! [`PipelineIter`]: the iterator of one epoch.
+
+use std::sync::Arc;
+
+use crate::autotune::Autotuner;
+use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
+use crate::dataset::{Dataset, RunState};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::executor::shutdown::{Shutdown, ShutdownTrigger};
+use crate::plan::{self, PlanNode};
+use crate::stats::{PipelineStats, StatsRegistry};
+use crate::stream::BoxStream;
+
+use super::{RunShared, build_node};
+
+/// The iterator of one epoch. Ends at the first error (which it yields) or at the end.
+/// Dropping it stops and joins the pipeline's threads.
+pub struct PipelineIter {
+    stream: Option<BoxStream>,
+    stats: Arc<StatsRegistry>,
+    autotune: Arc<Autotuner>,
+    state: Arc<RunState>,
+    dataset: Dataset,
+    /// The plan that runs, and its stage numbers.
+    plan: Arc<PlanNode>,
+    indices: Arc<std::collections::HashMap<usize, usize>>,
+    seed: u64,
+    epoch: u64,
+    /// Elements yielded in this epoch (counting those a resume skipped).
+    position: u64,
+    /// An error was yielded.
+    failed: bool,
+    done: bool,
+    // Dropped after `stream` (fields drop in order): first the streams stop and join their
+    // threads, and the trigger is set first in `drop` so blocked threads wake at once.
+    trigger: ShutdownTrigger,
+}
+
+impl PipelineIter {
+    /// Builds `dataset`'s plan that runs for `seed` and `epoch`, fast-forwarded `skip`
+    /// elements.
+    pub(crate) fn start(dataset: &Dataset, seed: u64, epoch: u64, skip: u64) -> Result<Self> {
+        let optimized = dataset.optimized()?;
+        let options = dataset.options();
+        let (trigger, shutdown) = Shutdown::new();
+        let stats = Arc::new(StatsRegistry::new());
+        let state = dataset.state();
+        let learned = state
+            .learned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let autotune = Autotuner::new(learned, options.ram_budget_bytes, &stats, shutdown.clone());
+        stats.set_autotuner(Arc::clone(&autotune));
+        let shared = Arc::new(RunShared {
+            seed,
+            options,
+            shutdown,
+            stats: Arc::clone(&stats),
+            autotune: Arc::clone(&autotune),
+            indices: optimized.numbers.as_ref().clone(),
+            rows: Default::default(),
+        });
+        *state.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&stats));
+        let mut iter = PipelineIter {
+            stream: None,
+            stats,
+            autotune,
+            state: Arc::clone(state),
+            dataset: dataset.clone(),
+            plan: Arc::clone(&optimized.plan),
+            indices: Arc::clone(&optimized.numbers),
+            seed,
+            epoch,
+            position: skip,
+            failed: false,
+            done: false,
+            trigger,
+        };
+        let (stream, skipped) = build_node(&optimized.plan, &shared, epoch, skip)?;
+        if skipped < skip {
+            return Err(Error::Checkpoint(format!(
+                "epoch {epoch} has {skipped} elements, fewer than the checkpoint's position {skip}"
+            )));
+        }
+        iter.stream = Some(stream);
+        Ok(iter)
+    }
+
+    /// Statistics of this run so far.
+    pub fn stats(&self) -> PipelineStats {
+        self.stats.snapshot()
+    }
+
+    /// Where this iteration is: a small [`Checkpoint`] (seed, epoch, elements yielded,
+    /// the pipeline's fingerprint) to give to [`Dataset::resume`], here or in another
+    /// process. Its size does not depend on buffer sizes: buffers are re-derived on resume.
+    ///
+    /// Fails when a stage's output order depends on thread timing (`deterministic =
+    /// false`), or after the iterator yielded an error.
+    pub fn checkpoint(&self) -> Result<Checkpoint> {
+        if self.failed {
+            return Err(Error::Checkpoint(
+                "the iteration ended with an error: resume from an earlier checkpoint".into(),
+            ));
+        }
+        if let Some(stage) = self.nondeterministic_stage() {
+            return Err(Error::Checkpoint(format!(
+                "stage {stage} runs with deterministic = false: its order depends on thread timing, so a position in its output cannot be resumed"
+            )));
+        }
+        Ok(Checkpoint {
+            version: CHECKPOINT_VERSION,
+            fingerprint: self.dataset.resume_fingerprint(),
+            seed: self.seed,
+            epoch: self.epoch,
+            position: self.position,
+        })
+    }
+
+    /// The first stage (as `name#number`, sources first) whose output order depends on
+    /// thread timing, if any: such a pipeline cannot be checkpointed.
+    fn nondeterministic_stage(&self) -> Option<String> {
+        plan::nodes(&self.plan)
+            .into_iter()
+            .find(|n| !n.stage().order_deterministic())
+            .map(|n| format!("{}#{}", n.stage().display_name(), self.indices[&n.key()]))
+    }
+
+    /// Elements yielded in this epoch so far (with those a resume skipped).
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Stops the tuner and keeps what it learned for the next run of the dataset.
+    fn stop_autotune(&mut self) {
+        self.trigger.fire();
+        self.autotune.join();
+        let learned = self.autotune.learned();
+        if !learned.is_empty() {
+            *self.state.learned.lock().unwrap_or_else(|p| p.into_inner()) = learned;
+        }
+    }
+}
+
+impl Iterator for PipelineIter {
+    type Item = Result<Element>;
+
+    fn next(&mut self) -> Option<Result<Element>> {
+        if self.done {
+            return None;
+        }
+        let item = self.stream.as_mut()?.next();
+        match &item {
+            Some(Ok(_)) => {
+                self.position += 1;
+                self.stats.produced();
+            }
+            Some(Err(_)) | None => {
+                self.failed |= item.is_some();
+                self.done = true;
+                // Stop the threads now rather than when the iterator is dropped.
+                self.stream = None;
+                self.stop_autotune();
+            }
+        }
+        item
+    }
+}
+
+impl Drop for PipelineIter {
+    fn drop(&mut self) {
+        self.trigger.fire();
+        self.stream = None;
+        self.stop_autotune();
+    }
+}
+
+impl std::fmt::Debug for PipelineIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipelineIter")
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}

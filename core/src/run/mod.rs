@@ -1,0 +1,247 @@
+//! The runner: checks the plan that runs and starts one stream per node for an epoch.
+//!
+//! [`Dataset::iter`](crate::Dataset::iter) optimizes the plan as written (once per
+//! dataset), checks every stage's parameters and inputs ([`check`]), numbers the stages
+//! and builds the top node, whose stage opens its [`Input`]s as it needs them. Every
+//! stream is wrapped for statistics; dropping the top stream stops and joins every thread.
+
+mod context;
+mod input;
+mod iter;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+pub use context::BuildContext;
+pub use input::Input;
+pub use iter::PipelineIter;
+
+use crate::autotune::Autotuner;
+use crate::error::{Error, Result};
+use crate::executor::shutdown::Shutdown;
+use crate::options::{ErrorPolicy, Options};
+use crate::plan::{self, PlanNode};
+use crate::stage::Stage;
+use crate::stats::StatsRegistry;
+use crate::stream::{BoxStream, Instrumented};
+
+pub(crate) use crate::plan::number;
+
+/// What is shared by every stage of one running pipeline.
+#[derive(Debug)]
+pub(crate) struct RunShared {
+    pub(crate) seed: u64,
+    pub(crate) options: Options,
+    pub(crate) shutdown: Shutdown,
+    pub(crate) stats: Arc<StatsRegistry>,
+    /// The run's autotuner (knobs of `auto` settings).
+    pub(crate) autotune: Arc<Autotuner>,
+    /// Stage number of each node, keyed by [`PlanNode::key`].
+    pub(crate) indices: HashMap<usize, usize>,
+    /// The threads that run the rows of a batch in parallel (`image_ops` on batches),
+    /// `cpu_budget` of them, started on first use and ended with the run.
+    pub(crate) rows: OnceLock<Option<Arc<rayon::ThreadPool>>>,
+}
+
+impl RunShared {
+    /// The run's pool for a batch's rows ([`RunShared::rows`]); `None` if its threads could
+    /// not be started (the rows then run on rayon's global pool).
+    pub(crate) fn row_pool(&self) -> Option<Arc<rayon::ThreadPool>> {
+        self.rows
+            .get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(self.options.cpu_budget.max(1))
+                    .thread_name(|i| format!("sluice-rows-{i}"))
+                    .build()
+                    .map_err(|e| tracing::warn!(%e, "no pool for batch rows"))
+                    .ok()
+                    .map(Arc::new)
+            })
+            .clone()
+    }
+}
+
+/// Checks the plan that runs before anything starts: every stage's parameters
+/// ([`Stage::validate`]), its number of inputs ([`Stage::arity`]) and what it needs of them
+/// ([`Stage::check_inputs`]). The error names the stage as stats and errors do.
+pub(crate) fn check(root: &Arc<PlanNode>, numbers: &HashMap<usize, usize>) -> Result<()> {
+    for node in plan::nodes(root) {
+        let stage = node.stage();
+        let label = || format!("{}#{}", stage.display_name(), numbers[&node.key()]);
+        if let Err(invalid) = stage.validate() {
+            return Err(Error::Stage {
+                stage: label(),
+                element: None,
+                provenance: None,
+                source: Box::new(Error::invalid(invalid.to_string())),
+            });
+        }
+        let n = node.inputs().len();
+        if !stage.arity().accepts(n) {
+            return Err(Error::Stage {
+                stage: label(),
+                element: None,
+                provenance: None,
+                source: Box::new(Error::invalid(format!(
+                    "{} takes {}, got {n}",
+                    stage.name(),
+                    stage.arity()
+                ))),
+            });
+        }
+        if let Err(message) = stage.check_inputs(node.inputs()) {
+            return Err(Error::Stage {
+                stage: label(),
+                element: None,
+                provenance: None,
+                source: Box::new(Error::invalid(message)),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Builds `node` for one epoch after its first `skip` outputs (see [`Stage::build_from`]).
+pub(crate) fn build_node(
+    node: &Arc<PlanNode>,
+    shared: &Arc<RunShared>,
+    epoch: u64,
+    skip: u64,
+) -> Result<(BoxStream, u64)> {
+    let stage = node.stage();
+    build_node_with(
+        node,
+        shared,
+        epoch,
+        skip,
+        stage.runs_inline(),
+        |inputs, ctx, skip| build_stage(stage.as_ref(), inputs, ctx, skip),
+    )
+}
+
+/// `stage` built after its first `skip` outputs.
+fn build_stage(
+    stage: &dyn Stage,
+    inputs: &[Input],
+    ctx: &BuildContext,
+    skip: u64,
+) -> Result<(BoxStream, u64)> {
+    if skip == 0 {
+        Ok((stage.build(inputs, ctx)?, 0))
+    } else {
+        stage.build_from(inputs, ctx, skip)
+    }
+}
+
+/// [`build_node`] with the stream made by `build` (see [`Input::open_with`]); `inline`: the
+/// stream does its work inside `next` on the consumer's thread.
+fn build_node_with(
+    node: &Arc<PlanNode>,
+    shared: &Arc<RunShared>,
+    epoch: u64,
+    skip: u64,
+    inline: bool,
+    build: impl FnOnce(&[Input], &BuildContext, u64) -> Result<(BoxStream, u64)>,
+) -> Result<(BoxStream, u64)> {
+    let stage = node.stage();
+    let index = *shared.indices.get(&node.key()).ok_or_else(|| {
+        Error::internal(format!(
+            "stage {} is not in the running plan",
+            stage.display_name()
+        ))
+    })?;
+    let input_indices = node
+        .inputs()
+        .iter()
+        .filter_map(|d| shared.indices.get(&d.key()).copied())
+        .collect();
+    let name: Arc<str> = Arc::from(stage.display_name().as_ref());
+    let metrics = shared.stats.register(index, &name, input_indices);
+    let ctx = BuildContext {
+        shared: Arc::clone(shared),
+        epoch,
+        index,
+        name,
+        metrics: Arc::clone(&metrics),
+    };
+    let inputs: Vec<Input> = node
+        .inputs()
+        .iter()
+        .map(|d| Input {
+            node: Arc::clone(d),
+            shared: Arc::clone(shared),
+            epoch,
+            skip: 0,
+            skipped: Arc::default(),
+            nested: None,
+        })
+        .collect();
+    let (inner, skipped) = build(&inputs, &ctx, skip)?;
+    Ok((Box::new(Instrumented::new(inner, metrics, inline)), skipped))
+}
+
+/// The inputs of a node of a sub-dataset run inside the stage of `ctx`.
+fn nested_inputs(node: &Arc<PlanNode>, ctx: &BuildContext, epoch: u64) -> Vec<Input> {
+    node.inputs()
+        .iter()
+        .map(|d| Input {
+            node: Arc::clone(d),
+            shared: Arc::clone(&ctx.shared),
+            epoch,
+            skip: 0,
+            skipped: Arc::default(),
+            nested: Some(ctx.clone()),
+        })
+        .collect()
+}
+
+/// Builds a node of a sub-dataset inside the stage of `ctx` (see
+/// [`BuildContext::open_dataset`]): with that stage's context, not instrumented on its
+/// own (its work is the running stage's).
+fn build_nested(
+    node: &Arc<PlanNode>,
+    ctx: &BuildContext,
+    epoch: u64,
+    skip: u64,
+) -> Result<(BoxStream, u64)> {
+    let ctx = BuildContext {
+        epoch,
+        ..ctx.clone()
+    };
+    let inputs = nested_inputs(node, &ctx, epoch);
+    build_stage(node.stage().as_ref(), &inputs, &ctx, skip)
+}
+
+/// Pulls and drops up to `n` elements; returns how many there were. An error is returned:
+/// an uninterrupted run would have ended with it before the position being skipped to.
+pub(crate) fn discard(stream: &mut BoxStream, n: u64) -> Result<u64> {
+    let mut k = 0;
+    while k < n {
+        match stream.next() {
+            Some(Ok(_)) => k += 1,
+            Some(Err(e)) => return Err(e),
+            None => break,
+        }
+    }
+    Ok(k)
+}
+
+/// [`Stage::build_from`] for a stage with one output per input (under the fail policy):
+/// its inputs skip `skip` elements, unread, and the stage is built over them.
+pub(crate) fn build_one_to_one(
+    stage: &dyn Stage,
+    inputs: &[Input],
+    ctx: &BuildContext,
+    skip: u64,
+) -> Result<(BoxStream, u64)> {
+    if ctx.error_policy() != ErrorPolicy::Fail {
+        // Skipped failures change the count: replay.
+        let mut stream = stage.build(inputs, ctx)?;
+        let skipped = discard(&mut stream, skip)?;
+        return Ok((stream, skipped));
+    }
+    let skipping: Vec<Input> = inputs.iter().map(|i| i.skipping(skip)).collect();
+    let stream = stage.build(&skipping, ctx)?;
+    let skipped = skipping.iter().map(Input::skipped).min().unwrap_or(0);
+    Ok((stream, skipped))
+}
