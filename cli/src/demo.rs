@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
-use sluice_core::pipeline_file::{PipelineFile, StageSpec};
+use sluice_core::pipeline_file::{PipelineFile, PluginStageSpec};
 
 use crate::r#gen::{self, GenArgs};
 use crate::image_records::plural;
@@ -191,7 +191,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
             ),
         )?;
         for stage in &mut pipeline.stages {
-            if let StageSpec::Plugin(plugin) = stage {
+            if let Some(plugin) = stage.get_mut::<PluginStageSpec>() {
                 plugin.path = wasm.clone();
             }
         }

@@ -65,6 +65,7 @@ mod params;
 pub mod pipeline_file;
 pub mod plan;
 pub mod pool;
+pub mod registry;
 pub mod rng;
 pub mod run;
 pub mod sources;

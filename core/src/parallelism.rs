@@ -84,6 +84,22 @@ impl<'de> Deserialize<'de> for NumParallel {
     }
 }
 
+impl schemars::JsonSchema for NumParallel {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NumParallel".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A number of threads, \"auto\" (the CPU budget, tuned while the pipeline runs), or \"sequential\" (on the consumer's thread, as when left out).",
+            "oneOf": [
+                { "type": "integer", "minimum": 1 },
+                { "enum": ["auto", "sequential"] }
+            ]
+        })
+    }
+}
+
 /// `num_parallel = 0` is impossible (sequential is the default; `"auto"` uses the budget).
 pub(crate) fn check_num_parallel(kind: &str, n: NumParallel) -> Result<(), Invalid> {
     if n == NumParallel::Fixed(0) {

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use sluice_core::Error as CoreError;
-use sluice_core::pipeline_file::{PipelineFile, StageSpec};
+use sluice_core::pipeline_file::{PipelineFile, PluginStageSpec};
 use sluice_core::proto::TfMessage;
 use sluice_core::proto::example::{Example, Feature, Features, FloatList, Int64List, feature};
 use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
@@ -158,7 +158,7 @@ fn stats_name_the_plugin() {
 /// (default: the example plugin).
 fn build_error(data: &Path, body: &str, path: Option<&str>) -> CoreError {
     let mut p = pipeline(data, Some(body), 1);
-    if let (Some(path), StageSpec::Plugin(s)) = (path, &mut p.stages[1]) {
+    if let (Some(path), Some(s)) = (path, p.stages[1].get_mut::<PluginStageSpec>()) {
         s.path = PathBuf::from(path);
     }
     p.build_with(&Loader).unwrap_err()

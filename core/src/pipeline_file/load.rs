@@ -9,18 +9,10 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use crate::error::{Error, Result};
-use crate::stages::batch::BatchSpec;
-use crate::stages::image_ops::ImageOpsSpec;
-use crate::stages::interleave::InterleaveSpec;
-use crate::stages::repeat::RepeatSpec;
-use crate::stages::shard::ShardSpec;
-use crate::stages::shuffle::ShuffleSpec;
-use crate::stages::skip::SkipSpec;
-use crate::stages::take::TakeSpec;
-use crate::stages::unbatch::UnbatchSpec;
+use crate::registry::{self, quoted};
 
-use super::validate::Seg;
 use super::{OptionsSpec, PipelineFile, SourceSpec, StageSpec};
+use crate::invalid::Key as Seg;
 
 /// The top-level keys of a pipeline file.
 const TOP_KEYS: &[&str] = &["name", "description", "source", "options", "stage"];
@@ -36,7 +28,7 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<PipelineFile> {
         if !TOP_KEYS.contains(&k) {
             let mut message = format!(
                 "unknown top-level key `{k}`, expected one of {}",
-                quoted(TOP_KEYS)
+                quoted(TOP_KEYS.iter().copied())
             );
             if let Some(s) = closest(k, TOP_KEYS.iter().copied()) {
                 message.push_str(&format!("; did you mean `{s}`?"));
@@ -155,7 +147,7 @@ impl Loader<'_> {
                 format!(
                     "stage {}: missing `kind`, one of {}",
                     i + 1,
-                    quoted(StageSpec::KINDS)
+                    quoted(registry::kinds())
                 ),
             ));
         };
@@ -169,38 +161,15 @@ impl Loader<'_> {
         params.remove("kind");
         let params = Spanned::new(item.span(), DeValue::Table(params));
         let context = format!("stage {} ({k}): ", i + 1);
-        let v = &params;
-        Ok(match k {
-            "shard" => StageSpec::Shard(self.de::<ShardSpec>(v, &context)?),
-            "interleave" => StageSpec::Interleave(self.de::<InterleaveSpec>(v, &context)?),
-            "parse_example" => StageSpec::ParseExample(self.de(v, &context)?),
-            "shuffle" => StageSpec::Shuffle(self.de::<ShuffleSpec>(v, &context)?),
-            "repeat" => StageSpec::Repeat(self.de::<RepeatSpec>(v, &context)?),
-            "take" => StageSpec::Take(self.de::<TakeSpec>(v, &context)?),
-            "skip" => StageSpec::Skip(self.de::<SkipSpec>(v, &context)?),
-            "batch" => StageSpec::Batch(self.de::<BatchSpec>(v, &context)?),
-            "padded_batch" => StageSpec::PaddedBatch(self.de(v, &context)?),
-            "unbatch" => StageSpec::Unbatch(self.de::<UnbatchSpec>(v, &context)?),
-            "cache" => StageSpec::Cache(self.de(v, &context)?),
-            "prefetch" => StageSpec::Prefetch(self.de(v, &context)?),
-            "image_ops" => StageSpec::ImageOps(self.de::<ImageOpsSpec>(v, &context)?),
-            "plugin" => StageSpec::Plugin(self.de(v, &context)?),
-            other => {
-                let mut message = format!(
-                    "stage {}: unknown stage kind `{other}`, expected one of {}",
-                    i + 1,
-                    quoted(StageSpec::KINDS)
-                );
-                if let Some(s) = closest(other, StageSpec::KINDS.iter().copied()) {
-                    message.push_str(&format!("; did you mean `{s}`?"));
-                }
-                if matches!(other, "map" | "filter") {
-                    message
-                        .push_str(" (map and filter take Rust code: build them with the Rust API)");
-                }
-                return Err(self.error(Some(kind.span()), message));
-            }
-        })
+        let Some(registered) = registry::lookup(k) else {
+            return Err(self.error(
+                Some(kind.span()),
+                format!("stage {}: {}", i + 1, registry::unknown_kind(k)),
+            ));
+        };
+        registered
+            .from_toml(ValueDeserializer::from(params))
+            .map_err(|e| self.toml_error(&e, &context))
     }
 }
 
@@ -208,7 +177,7 @@ impl Loader<'_> {
 /// the file: its table is named instead).
 fn span_of(root: &Spanned<DeTable<'_>>, path: &[Seg]) -> Option<Range<usize>> {
     let mut best = root.span();
-    let Some((Seg::Key(first), rest)) = path.split_first() else {
+    let Some((Seg::Name(first), rest)) = path.split_first() else {
         return Some(best);
     };
     let Some(mut current) = root.get_ref().get(first.as_str()) else {
@@ -217,7 +186,7 @@ fn span_of(root: &Spanned<DeTable<'_>>, path: &[Seg]) -> Option<Range<usize>> {
     best = current.span();
     for seg in rest {
         let next = match seg {
-            Seg::Key(k) => current.get_ref().get(k.as_str()),
+            Seg::Name(k) => current.get_ref().get(k.as_str()),
             Seg::Index(i) => current.get_ref().get(*i),
         };
         match next {
@@ -253,7 +222,7 @@ fn suggestion(message: &str) -> Option<&str> {
 
 /// The candidate closest to `typo` (Damerau-Levenshtein), if close enough to be what was
 /// meant: at most a third of the longer name differs, or one contains the other.
-pub(super) fn closest<'a>(
+pub(crate) fn closest<'a>(
     typo: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
@@ -268,14 +237,6 @@ pub(super) fn closest<'a>(
         })
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
-}
-
-fn quoted(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

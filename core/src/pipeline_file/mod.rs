@@ -104,8 +104,6 @@ mod load;
 mod options;
 mod plugin;
 mod source;
-mod stage;
-mod validate;
 
 use std::path::{Path, PathBuf};
 
@@ -115,15 +113,16 @@ use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::sources::files::FilesSpec;
 
+pub use crate::registry::StageSpec;
+pub use crate::stages::padded_batch::PadDim;
+pub use crate::stages::parse_example::{FeatureEntry, FeatureKind};
+pub(crate) use load::closest;
 pub use options::{ByteSize, OptionsSpec};
 pub use plugin::{LoadedPlugin, NoPluginLoader, PluginLimits, PluginLoader, PluginStageSpec};
 pub use source::SourceSpec;
-pub use stage::{
-    CacheEntry, FeatureEntry, FeatureKind, PadDim, PaddedBatchEntry, ParseExampleEntry,
-    PrefetchEntry, StageSpec,
-};
 
-use validate::{PathDisplay, Problem, Seg};
+use crate::invalid::{Invalid as Problem, Key as Seg};
+use crate::registry::{AppendContext, Batching};
 
 /// A whole pipeline as written in a pipeline file: what to read, the stages in order, and
 /// the options. [`PipelineFile::build`] makes the [`Dataset`].
@@ -190,7 +189,7 @@ impl PipelineFile {
     pub fn with_plugin_dir(mut self, dir: impl AsRef<Path>) -> Self {
         let dir = dir.as_ref();
         for stage in &mut self.stages {
-            if let StageSpec::Plugin(p) = stage
+            if let Some(p) = stage.get_mut::<PluginStageSpec>()
                 && let Some(name) = p.path.file_name()
             {
                 p.path = dir.join(name);
@@ -203,7 +202,7 @@ impl PipelineFile {
     pub fn has_plugins(&self) -> bool {
         self.stages
             .iter()
-            .any(|s| matches!(s, StageSpec::Plugin(_)))
+            .any(|s| s.get::<PluginStageSpec>().is_some())
     }
 
     /// Checks every value (also done by [`PipelineFile::build`]), for a pipeline made in
@@ -215,7 +214,7 @@ impl PipelineFile {
                 .clone()
                 .unwrap_or_else(|| "<pipeline>".to_string()),
             location: None,
-            message: format!("{}: {}", PathDisplay(&p.path), p.message),
+            message: format!("{}: {}", p.path_display(), p.message),
         })
     }
 
@@ -225,10 +224,10 @@ impl PipelineFile {
         self.stages
             .iter()
             .rev()
-            .find_map(|s| match s {
-                StageSpec::Batch(_) | StageSpec::PaddedBatch(_) => Some(true),
-                StageSpec::Unbatch(_) => Some(false),
-                _ => None,
+            .find_map(|s| match s.batching() {
+                Batching::Batches => Some(true),
+                Batching::Unbatches => Some(false),
+                Batching::Keeps => None,
             })
             .unwrap_or(false)
     }
@@ -249,18 +248,12 @@ impl PipelineFile {
     /// [`Error::Plugin`] naming the stage and file.
     pub fn build_with(&self, loader: &dyn PluginLoader) -> Result<Dataset> {
         self.validate()?;
-        let mut plugins = Vec::new();
-        for (i, stage) in self.stages.iter().enumerate() {
-            if let StageSpec::Plugin(p) = stage {
-                let loaded = loader.load(p).map_err(|error| Error::Plugin {
-                    stage: i + 1,
-                    path: p.path.clone(),
-                    error: Box::new(error),
-                })?;
-                plugins.push(loaded);
-            }
-        }
-        let mut plugins = plugins.into_iter();
+        // Plugins first, in file order (a missing plugin or a config it refuses is
+        // reported before any data file is looked up), then appended with the others.
+        let preloaded = Preloaded::load(&self.stages, loader)?;
+        let cx = AppendContext {
+            plugins: &preloaded,
+        };
         let files = Dataset::files_with(FilesSpec {
             patterns: self.source.patterns(),
             shuffle: self.source.shuffle_files,
@@ -270,35 +263,32 @@ impl PipelineFile {
             None => files.read_tfrecord(self.source.reader()),
         };
         for stage in &self.stages {
-            dataset = match stage {
-                StageSpec::Plugin(p) => {
-                    p.attach(&dataset, plugins.next().expect("one per plugin stage"))
-                }
-                other => other.apply(&dataset)?,
-            };
+            dataset = stage.append_with(&dataset, &cx)?;
         }
         Ok(dataset.with_options(self.options.to_options()))
     }
 
-    /// Every check, with the path of the offending key.
+    /// Every check, with the path of the offending key: each stage's own
+    /// ([`Spec::validate`](crate::registry::Spec::validate), as every front end runs it)
+    /// under `stage[i]`, and where `interleave` may stand.
     fn check(&self) -> Result<(), Problem> {
         self.source.check()?;
         self.options.check()?;
         let mut reading_files = true;
         for (i, stage) in self.stages.iter().enumerate() {
-            let base = [Seg::key("stage"), Seg::Index(i)];
-            stage.check(&base)?;
-            match stage {
-                StageSpec::Shard(_) => {}
-                StageSpec::Interleave(_) if self.source.global_shuffle => {
+            let base = [Seg::name("stage"), Seg::Index(i)];
+            stage.validate().map_err(|p| p.under(&base))?;
+            match stage.kind() {
+                "shard" => {}
+                "interleave" if self.source.global_shuffle => {
                     return Err(Problem::new(
                         base.to_vec(),
                         "interleave: the source reads its files by global shuffle \
                          (`global_shuffle = true`), so there is nothing to interleave",
                     ));
                 }
-                StageSpec::Interleave(_) if reading_files => reading_files = false,
-                StageSpec::Interleave(_) => {
+                "interleave" if reading_files => reading_files = false,
+                "interleave" => {
                     return Err(Problem::new(
                         base.to_vec(),
                         "interleave: reads the source's files, so it must come right after the \
@@ -312,14 +302,50 @@ impl PipelineFile {
     }
 }
 
+/// The plugins of a pipeline's `plugin` stages, loaded in file order, handed out in that
+/// order as the stages are appended.
+struct Preloaded(std::sync::Mutex<std::vec::IntoIter<LoadedPlugin>>);
+
+impl Preloaded {
+    fn load(stages: &[StageSpec], loader: &dyn PluginLoader) -> Result<Self> {
+        let mut plugins = Vec::new();
+        for (i, stage) in stages.iter().enumerate() {
+            if let Some(p) = stage.get::<PluginStageSpec>() {
+                let loaded = loader.load(p).map_err(|error| Error::Plugin {
+                    stage: i + 1,
+                    path: p.path.clone(),
+                    error: Box::new(error),
+                })?;
+                plugins.push(loaded);
+            }
+        }
+        Ok(Preloaded(std::sync::Mutex::new(plugins.into_iter())))
+    }
+}
+
+impl PluginLoader for Preloaded {
+    fn load(&self, spec: &PluginStageSpec) -> Result<LoadedPlugin> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next()
+            .ok_or_else(|| {
+                Error::internal(format!("plugin {} was not loaded", spec.path.display()))
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::parallelism::NumParallel;
     use crate::stages::batch::BatchSpec;
-    use crate::stages::image_ops::ImageOp;
-    use crate::stages::parse_example::FeatureType;
-    use crate::stages::prefetch::BufferSize;
+    use crate::stages::cache::CacheSpec;
+    use crate::stages::image_ops::{ImageOp, ImageOpsSpec};
+    use crate::stages::interleave::InterleaveSpec;
+    use crate::stages::padded_batch::PaddedBatchSpec;
+    use crate::stages::parse_example::{FeatureType, ParseExampleSpec};
+    use crate::stages::prefetch::{BufferSize, PrefetchSpec};
 
     const AUGMENT: &str = r#"
 name = "augment"
@@ -409,29 +435,24 @@ kind = "prefetch"
                 "prefetch"
             ]
         );
-        let StageSpec::Interleave(i) = &p.stages[0] else {
-            unreachable!()
-        };
+        let i = p.stages[0].get::<InterleaveSpec>().unwrap();
         assert_eq!((i.cycle_length, i.num_parallel), (4, NumParallel::Auto));
-        let StageSpec::ParseExample(pe) = &p.stages[1] else {
-            unreachable!()
-        };
-        assert_eq!(pe.features["tags"].kind, FeatureKind::VarLen);
-        assert_eq!(pe.features["tags"].dtype, FeatureType::String);
+        let pe = p.stages[1].get::<ParseExampleSpec>().unwrap();
+        let tags = FeatureEntry::from(pe.features["tags"].clone());
+        assert_eq!(tags.kind, FeatureKind::VarLen);
+        assert_eq!(tags.dtype, FeatureType::String);
         assert_eq!(
-            pe.features["label"].default,
+            FeatureEntry::from(pe.features["label"].clone()).default,
             Some(vec![crate::stages::padded_batch::PadValue::Int(-1)])
         );
-        let StageSpec::ImageOps(ops) = &p.stages[2] else {
-            unreachable!()
-        };
+        let ops = p.stages[2].get::<ImageOpsSpec>().unwrap();
         assert_eq!(ops.ops.len(), 7);
         assert_eq!(ops.ops[0], ImageOp::Decode { channels: Some(3) });
         assert_eq!(ops.num_parallel, NumParallel::Fixed(2));
-        assert_eq!(p.stages[3], StageSpec::Batch(BatchSpec::new(64)));
+        assert_eq!(p.stages[3], StageSpec::new(BatchSpec::new(64)));
         assert_eq!(
             p.stages[4],
-            StageSpec::Prefetch(PrefetchEntry {
+            StageSpec::new(PrefetchSpec {
                 buffer_size: BufferSize::Auto
             })
         );
@@ -570,26 +591,22 @@ kind = "prefetch"
         )
         .unwrap();
         assert_eq!(p.source.files, ["a.tfrecord"]);
-        let StageSpec::PaddedBatch(pb) = &p.stages[0] else {
-            unreachable!()
-        };
-        let spec = pb.to_spec();
+        let pb = p.stages[0].get::<PaddedBatchSpec>().unwrap();
+        let spec = pb;
         assert_eq!(spec.padded_shapes["tokens"], [Some(8)]);
         assert_eq!(spec.padded_shapes["mask"], [None, Some(3)]);
         assert_eq!(
             p.stages[2],
-            StageSpec::Cache(CacheEntry {
-                directory: Some("c".into())
-            })
+            StageSpec::new(CacheSpec::Directory("c".into()))
         );
-        assert_eq!(p.stages[3], StageSpec::Cache(CacheEntry::default()));
+        assert_eq!(p.stages[3], StageSpec::new(CacheSpec::Memory));
         assert!(!p.output_is_batched());
     }
 
     #[test]
     fn a_pipeline_made_in_rust_is_validated_with_key_paths() {
         let mut p = PipelineFile::new(SourceSpec::new(["x"]));
-        p.stages.push(StageSpec::Batch(BatchSpec::new(0)));
+        p.stages.push(StageSpec::new(BatchSpec::new(0)));
         let e = p.build().unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -601,7 +618,7 @@ kind = "prefetch"
     fn the_specs_also_deserialize_from_other_formats() {
         let json = r#"{"source": {"files": ["x"]}, "stage": [{"kind": "batch", "batch_size": 4}]}"#;
         let p: PipelineFile = serde_json::from_str(json).unwrap();
-        assert_eq!(p.stages, [StageSpec::Batch(BatchSpec::new(4))]);
+        assert_eq!(p.stages, [StageSpec::new(BatchSpec::new(4))]);
     }
 
     const PLUGIN: &str = "[source]\nfiles = ['x']\n\n[[stage]]\nkind = \"plugin\"\npath = \"target/release/libsluice_example_noise.so\"\n";
@@ -612,9 +629,7 @@ kind = "prefetch"
             "{PLUGIN}config = {{ sigma = 0.05, p = 1, name = \"n\", on = true, sizes = [1, 2.5], nested = {{ k = \"v\" }} }}\nnum_parallel = \"auto\"\nchunk_size = 16\ndeterministic = false\nlimits = {{ memory = \"64MiB\", time_ms = 1000 }}\n"
         ))
         .unwrap();
-        let StageSpec::Plugin(s) = &p.stages[0] else {
-            unreachable!()
-        };
+        let s = p.stages[0].get::<PluginStageSpec>().unwrap();
         assert_eq!(p.stages[0].kind(), "plugin");
         assert_eq!(
             s.path,
@@ -641,13 +656,11 @@ kind = "prefetch"
         let p = PipelineFile::from_toml(PLUGIN).unwrap();
         assert_eq!(
             p.stages[0],
-            StageSpec::Plugin(PluginStageSpec::new(
+            StageSpec::new(PluginStageSpec::new(
                 "target/release/libsluice_example_noise.so"
             ))
         );
-        let StageSpec::Plugin(s) = &p.stages[0] else {
-            unreachable!()
-        };
+        let s = p.stages[0].get::<PluginStageSpec>().unwrap();
         assert_eq!(s.config_json(), serde_json::json!({}));
         assert_eq!(
             s.map_chunks_spec(),
@@ -736,7 +749,7 @@ kind = "prefetch"
              plugin loader; run it with `sluice run` or PipelineFile::build_with"
         );
         assert!(matches!(
-            p.stages[0].apply(&Dataset::range(0, 1)).unwrap_err(),
+            p.stages[0].append_to(&Dataset::range(0, 1)).unwrap_err(),
             Error::NoPluginLoader
         ));
     }
@@ -786,9 +799,7 @@ kind = "prefetch"
         let p = PipelineFile::from_toml(PLUGIN)
             .unwrap()
             .with_plugin_dir("target/debug/deps");
-        let StageSpec::Plugin(s) = &p.stages[0] else {
-            unreachable!()
-        };
+        let s = p.stages[0].get::<PluginStageSpec>().unwrap();
         assert_eq!(
             s.path,
             Path::new("target/debug/deps/libsluice_example_noise.so")

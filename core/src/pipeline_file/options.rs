@@ -6,7 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::options::{ErrorPolicy, Options};
 
-use super::validate::{Problem, Seg};
+use crate::invalid::{Invalid as Problem, Key as Seg};
 
 /// The `[options]` table. Every key is optional; absent keys keep [`Options::default`].
 ///
@@ -60,7 +60,7 @@ impl OptionsSpec {
     }
 
     pub(super) fn check(&self) -> Result<(), Problem> {
-        let at = |key: &str| vec![Seg::key("options"), Seg::key(key)];
+        let at = |key: &str| vec![Seg::name("options"), Seg::name(key)];
         if self.cpu_budget == Some(0) {
             return Err(Problem::new(
                 at("cpu_budget"),
@@ -82,6 +82,19 @@ impl OptionsSpec {
 /// insensitive, e.g. `"512MiB"`, `"1.5 GB"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ByteSize(pub u64);
+
+impl schemars::JsonSchema for ByteSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ByteSize".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A number of bytes: an integer, or a string with a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. \"512MiB\".",
+            "oneOf": [{ "type": "integer", "minimum": 0 }, { "type": "string" }]
+        })
+    }
+}
 
 impl ByteSize {
     /// Parses `"4GiB"`, `"100 MB"`, `"123"`.

@@ -10,21 +10,30 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::parallelism::NumParallel;
+use crate::registry::{AppendContext, Spec};
 use crate::stages::map_chunks::{ChunkFn, MapChunksSpec, MapChunksStage};
 
 use super::options::ByteSize;
-use super::validate::{Problem, Seg, check_num_parallel, under};
+use crate::invalid::{Invalid, Key, under};
+use crate::parallelism::check_num_parallel;
 
 /// The smallest `limits.memory`: one WASM page.
 const MIN_MEMORY: u64 = 64 << 10;
 
-/// A `plugin` stage as written in a file:
+/// Runs a user transform built with `sluice-sdk` (see the README's Plugins section and
+/// `sdk/ABI.md`): one plugin call per chunk of `chunk_size` consecutive elements, with one
+/// seed per element drawn from the element's RNG (seed, epoch, stage, element id), so the
+/// output is fixed by the seed at any `chunk_size` and `num_parallel`. The plugin declares
+/// the features it reads (checked before every call); the features it returns replace or
+/// add to the element's, the others are kept. The stage shows in stats and errors as
+/// `plugin:NAME` (the name the plugin declares).
 ///
 /// ```toml
 /// [[stage]]
@@ -35,15 +44,19 @@ const MIN_MEMORY: u64 = 64 << 10;
 /// chunk_size = 64
 /// ```
 ///
-/// `path` is relative to the current directory (as the source's files are);
-/// [`PipelineFile::with_plugin_dir`](super::PipelineFile::with_plugin_dir) looks every
-/// plugin up in one directory instead. `config` is given to the plugin as a JSON object
-/// (TOML tables, arrays, strings, numbers and booleans map to their JSON counterparts;
-/// datetimes and non-finite floats, which JSON lacks, are refused).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `config` is given to the plugin as a JSON object: TOML tables, arrays, strings, numbers
+/// and booleans map to their JSON counterparts; datetimes and `inf`/`nan`, which JSON lacks,
+/// are refused with their line and column. Every plugin is loaded when the pipeline is
+/// built, before any data is read: a missing file, a file that is not a plugin (or built
+/// for another ABI version), or a config the plugin refuses is an error naming the stage,
+/// the file and the plugin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PluginStageSpec {
-    /// The plugin file: `.so` / `.dylib` / `.dll` (native) or `.wasm` / `.wat` (WASM).
+    /// The plugin file, relative to the current directory (as the source's files are;
+    /// `sluice run --plugin-dir DIR` looks it up in `DIR` by its file name instead). The
+    /// extension picks the host: `.so`, `.dylib`, `.dll` a native library; `.wasm`, `.wat`
+    /// a WASM module, run sandboxed under `limits`.
     pub path: PathBuf,
     /// The plugin's configuration (default: an empty table), checked by the plugin when it
     /// is loaded.
@@ -54,6 +67,7 @@ pub struct PluginStageSpec {
     pub num_parallel: NumParallel,
     /// Elements per plugin call (default 64, ≥ 1).
     #[serde(default = "default_chunk_size")]
+    #[schemars(range(min = 1))]
     pub chunk_size: usize,
     /// Keep the input order with several threads (default true).
     #[serde(default = "yes")]
@@ -83,7 +97,7 @@ fn is_sequential(n: &NumParallel) -> bool {
 /// ```toml
 /// limits = { memory = "64MiB", time_ms = 1000 }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PluginLimits {
     /// The most linear memory an instance may grow to (at least 64KiB, one WASM page).
@@ -149,35 +163,50 @@ impl PluginStageSpec {
         )
     }
 
-    pub(super) fn check(&self, base: &[Seg]) -> Result<(), Problem> {
+    fn check(&self) -> Result<(), Invalid> {
+        let base: &[Key] = &[];
         if self.path.as_os_str().is_empty() {
-            return Err(Problem::new(
+            return Err(Invalid::new(
                 under(base, &["path"]),
                 "plugin: `path` must name the plugin file",
             ));
         }
         if self.chunk_size == 0 {
-            return Err(Problem::new(
+            return Err(Invalid::new(
                 under(base, &["chunk_size"]),
                 "plugin: `chunk_size` must be at least 1",
             ));
         }
-        check_num_parallel(base, "plugin", self.num_parallel)?;
+        check_num_parallel("plugin", self.num_parallel)?;
         if let Some(m) = self.limits.memory
             && m.0 < MIN_MEMORY
         {
-            return Err(Problem::new(
+            return Err(Invalid::new(
                 under(base, &["limits", "memory"]),
                 format!("plugin: `limits.memory` must be at least 64KiB (one WASM page), got {m}"),
             ));
         }
         if self.limits.time_ms == Some(0) {
-            return Err(Problem::new(
+            return Err(Invalid::new(
                 under(base, &["limits", "time_ms"]),
                 "plugin: `limits.time_ms` must be at least 1",
             ));
         }
         Ok(())
+    }
+}
+
+impl Spec for PluginStageSpec {
+    const KIND: &'static str = "plugin";
+    const SUMMARY: &'static str =
+        "a native or WASM plugin with a config table (needs a plugin loader)";
+
+    fn validate(&self) -> Result<(), Invalid> {
+        self.check()
+    }
+
+    fn append(&self, input: &Dataset, cx: &AppendContext<'_>) -> crate::Result<Dataset> {
+        Ok(self.attach(input, cx.plugins.load(self)?))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::parallelism::NumParallel;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
 
-use super::validate::{Problem, Seg};
+use crate::invalid::{Invalid as Problem, Key as Seg};
 
 /// The `[source]` table: TFRecord files, by glob pattern or path.
 ///
@@ -117,7 +117,7 @@ impl SourceSpec {
     }
 
     pub(super) fn check(&self) -> Result<(), Problem> {
-        let at = |key: &str| vec![Seg::key("source"), Seg::key(key)];
+        let at = |key: &str| vec![Seg::name("source"), Seg::name(key)];
         if self.files.is_empty() {
             return Err(Problem::new(
                 at("files"),

@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::element::{Element, batch_values};
 use crate::error::{Error, Result};
 use crate::executor::parallel::{ParallelStream, Source, WorkFn};
@@ -11,18 +13,20 @@ use crate::invalid::Invalid;
 use crate::options::ErrorPolicy;
 use crate::parallelism::{NumParallel, check_num_parallel};
 use crate::params::Params;
+use crate::registry::{AppendContext, Batching, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
-/// Stacks `batch_size` consecutive elements. Values of equal shape stack into a dense
-/// tensor `[batch_size, ...]`; values whose first dimension differs (VarLen features)
-/// become a ragged batch (values + row splits). The batch has the id and provenance of its
+/// Stacks `batch_size` consecutive elements along a new leading dimension. Values of equal
+/// shape become dense tensors `[batch_size, ...]`; values whose first dimension differs (VarLen
+/// features) become ragged (values + row splits). The batch has the id and provenance of its
 /// first element.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchSpec {
     /// Elements per batch (≥ 1).
+    #[schemars(range(min = 1))]
     pub batch_size: usize,
     /// Drop a last, smaller batch (default false).
     #[serde(default)]
@@ -64,6 +68,29 @@ impl BatchSpec {
     }
 }
 
+impl Spec for BatchSpec {
+    const KIND: &'static str = "batch";
+    const SUMMARY: &'static str = "stack `batch_size` consecutive elements";
+
+    fn validate(&self) -> Result<(), Invalid> {
+        if self.batch_size == 0 {
+            return Err(Invalid::at(
+                "batch_size",
+                "batch: `batch_size` must be at least 1",
+            ));
+        }
+        check_num_parallel("batch", self.num_parallel)
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> crate::Result<Dataset> {
+        Ok(input.batch_with(*self))
+    }
+
+    fn batching(&self) -> Batching {
+        Batching::Batches
+    }
+}
+
 impl Stage for BatchSpec {
     fn name(&self) -> &'static str {
         "batch"
@@ -74,13 +101,7 @@ impl Stage for BatchSpec {
     }
 
     fn validate(&self) -> Result<(), Invalid> {
-        if self.batch_size == 0 {
-            return Err(Invalid::at(
-                "batch_size",
-                "batch: `batch_size` must be at least 1",
-            ));
-        }
-        check_num_parallel("batch", self.num_parallel)
+        Spec::validate(self)
     }
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {

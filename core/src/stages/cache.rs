@@ -6,21 +6,24 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::BytesMut;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sluice_proto::tfrecord::{Compression, ReaderOptions, TfRecordReader, TfRecordWriter};
 
 use crate::codec;
+use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::invalid::Invalid;
 use crate::params::Params;
+use crate::registry::{AppendContext, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream, IterStream};
 
 /// Where a cache lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[serde(from = "CacheEntry", into = "CacheEntry")]
 pub enum CacheSpec {
     /// In memory, for the life of the dataset (counted against the RAM budget).
     Memory,
@@ -29,6 +32,76 @@ pub enum CacheSpec {
     /// cache. It is written under a temporary name and renamed into place only after a
     /// complete pass; a second writer on the same cache gets [`Error::Cache`].
     Directory(PathBuf),
+}
+
+/// `cache` as written: `directory = "cache/"` caches on disk across runs; without it the
+/// cache is in memory (counted against the RAM budget).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CacheEntry {
+    /// The cache directory (relative to the current directory); default: in memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    directory: Option<PathBuf>,
+}
+
+impl From<CacheEntry> for CacheSpec {
+    fn from(e: CacheEntry) -> Self {
+        match e.directory {
+            Some(d) => CacheSpec::Directory(d),
+            None => CacheSpec::Memory,
+        }
+    }
+}
+
+impl From<CacheSpec> for CacheEntry {
+    fn from(s: CacheSpec) -> Self {
+        CacheEntry {
+            directory: match s {
+                CacheSpec::Directory(d) => Some(d),
+                CacheSpec::Memory => None,
+            },
+        }
+    }
+}
+
+impl JsonSchema for CacheSpec {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CacheSpec".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = CacheEntry::json_schema(generator);
+        schema.insert(
+            "description".into(),
+            "Keeps the first complete pass and serves later passes from it: in memory \
+             (counted against the RAM budget), or with `directory` on disk across runs, in a \
+             file named by a fingerprint of the pipeline above the cache and the seed, so a \
+             different pipeline never reads another's cache."
+                .into(),
+        );
+        schema
+    }
+}
+
+impl Spec for CacheSpec {
+    const KIND: &'static str = "cache";
+    const SUMMARY: &'static str = "keep the first pass in memory or in a directory";
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        if let CacheSpec::Directory(d) = self
+            && d.as_os_str().is_empty()
+        {
+            return Err(Invalid::at(
+                "directory",
+                "cache: `directory` must not be empty (leave it out to cache in memory)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> Result<Dataset> {
+        Ok(input.cache(self.clone()))
+    }
 }
 
 /// The running definition: the spec plus the in-memory contents once a pass completed.
@@ -58,15 +131,7 @@ impl Stage for CacheStage {
     }
 
     fn validate(&self) -> std::result::Result<(), Invalid> {
-        if let CacheSpec::Directory(d) = &self.spec
-            && d.as_os_str().is_empty()
-        {
-            return Err(Invalid::at(
-                "directory",
-                "cache: `directory` must not be empty (leave it out to cache in memory)",
-            ));
-        }
-        Ok(())
+        Spec::validate(&self.spec)
     }
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {

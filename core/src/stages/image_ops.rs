@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::element::{Element, ElementId, Value};
@@ -27,7 +28,7 @@ use crate::stream::BoxStream;
 use crate::tensor::{DType, Tensor, TensorData};
 
 /// Resampling for [`ImageOp::Resize`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Resample {
     /// Nearest neighbour (keeps the dtype).
@@ -50,7 +51,7 @@ impl From<Resample> for geometry::ResizeMethod {
 }
 
 /// Padding for [`ImageOp::Pad`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PadSpec {
     /// Mirror without repeating the edge.
@@ -64,7 +65,7 @@ fn half() -> f32 {
 }
 
 /// One image op. Random ops draw from the element's RNG, in list order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ImageOp {
     /// Decode JPEG or PNG bytes (a scalar byte string) into u8 `[H, W, C]`.
@@ -172,7 +173,8 @@ pub enum ImageOp {
     },
     /// Cast to `u8` or `f32` (values kept).
     Cast {
-        /// Target dtype.
+        /// Target dtype: `"u8"` or `"f32"`.
+        #[schemars(with = "String")]
         dtype: DType,
     },
     /// Scale to `[0, 1]` f32 (`tf.image.convert_image_dtype`).
@@ -262,24 +264,41 @@ fn scalar_bytes(t: &Tensor) -> Result<&[u8]> {
     }
 }
 
-/// Applies `ops` in order to the image value `input` (default `image`) of each element,
-/// writing the result to `output` (default: `input`). An element holding a batch of images
-/// (`[B, H, W, C]`, after `batch`) has its rows processed in parallel (on the run's `cpu_budget` row threads), each row with
-/// its own RNG derived from the batch's id and the row. Random draws come from the element's
-/// RNG, so the output is fixed by the seed at any parallelism. A bad image fails that
-/// element with [`Error::Image`] and its provenance; the error policy decides.
+/// Decodes and augments an image value with the built-in ops, in list order, writing the
+/// result to `output` (default: replace `input`). Random draws come from the element's RNG
+/// (seed, epoch, stage, element id): the output is fixed by the seed at any parallelism. An
+/// image that fails (does not decode, is smaller than a crop) fails its element with an
+/// image error and its provenance; `error_policy` decides. Sizes are checked along the list
+/// before anything runs: after a `resize` to 64×64, a `random_crop` of 80×80 is refused (a
+/// crop right after `decode` is checked per image, as the size is not known before).
+///
+/// An `image_ops` directly followed by a `batch` runs fused with it (the
+/// `map_and_batch_fusion` rule, on by default): the rows of each batch are decoded and
+/// augmented in parallel and written straight into the batch's `f32` buffer, with each
+/// element's own random draws, so the output is the one of the two stages bit for bit. On a
+/// batch of images (after `batch`) the rows are processed in parallel too, each row's draws
+/// keyed by the batch's id and the row (so the images differ from the per-element order's,
+/// both fixed by the seed), and a bad image fails its whole batch.
 ///
 /// How it runs fast (the results are bit-identical to the ops applied one by one):
-/// `to_unit_f32` / `cast` / `normalize` and the brightness and contrast ops after them run as
-/// one pass ([`PointChain`]); `decode` then `random_crop` (or `center_crop`) decodes only what
-/// the window needs (a baseline JPEG: no IDCT or colour conversion outside it, and nothing
-/// below its last MCU row); when those are followed directly by the colour ops (with at most a
-/// `random_flip_left_right` between), the pass reads the window in place from the decoded
-/// rows. A batch of encoded images (`[B]` strings, after `batch`) is decoded and augmented
-/// row by row straight into the batch's `f32` buffer; when the ops fix the row shape (a
-/// decode with `channels` set, then a fixed-size crop or resize), every row runs in parallel
-/// from the start.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `to_unit_f32` / `cast` / `normalize` and the brightness and contrast ops after them run
+/// as one pass; `decode` then `random_crop` or `center_crop` decodes only what the window
+/// needs (a baseline JPEG: no IDCT or colour conversion outside it, nothing below its last
+/// MCU row), and the colour pass reads the window in place from the decoded rows.
+///
+/// ```toml
+/// [[stage]]
+/// kind = "image_ops"
+/// input = "image/encoded"   # the feature holding the JPEG
+/// output = "image"
+/// num_parallel = "auto"
+/// ops = [
+///   { op = "decode", channels = 3 },
+///   { op = "random_resized_crop", height = 224, width = 224, scale = [0.08, 1.0] },
+///   { op = "pad", n = 4, mode = { constant = 0.0 } },
+/// ]
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImageOpsSpec {
     /// The ops, in order.
@@ -626,18 +645,6 @@ impl ImageOpsSpec {
     }
 }
 
-impl ImageOpsSpec {
-    /// Checks what `build` checks of the ops: `to_chw` can only be last.
-    pub(crate) fn check(&self) -> Result<()> {
-        if let Some(pos) = self.ops.iter().position(|o| matches!(o, ImageOp::ToChw))
-            && pos + 1 != self.ops.len()
-        {
-            return Err(Error::invalid("image_ops: to_chw must be the last op"));
-        }
-        Ok(())
-    }
-}
-
 /// The RNG id of row `i` of a batch.
 fn batch_row_id(batch: ElementId, i: u64) -> ElementId {
     batch.child(i)
@@ -819,8 +826,11 @@ impl Stage for ImageOpsSpec {
         Params::of(self)
     }
 
+    fn validate(&self) -> std::result::Result<(), crate::invalid::Invalid> {
+        crate::registry::Spec::validate(self)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        self.check()?;
         let upstream = crate::stages::single_input(inputs, "image_ops")?.open()?;
         let key = ctx.stream_key();
         let spec = Arc::new(self.clone());

@@ -3,9 +3,11 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::autotune::{Knob, KnobKind};
+use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::prefetch::{Poll, PrefetchStream};
@@ -13,6 +15,7 @@ use crate::invalid::Invalid;
 use crate::parallelism::{NumParallel, check_num_parallel};
 use crate::params::Params;
 use crate::plan::PlanNode;
+use crate::registry::{AppendContext, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::{OpenFn, Stage};
 use crate::stream::{BoxStream, ElementStream};
@@ -20,13 +23,18 @@ use crate::stream::{BoxStream, ElementStream};
 /// Records a reading thread hands over at a time.
 const READ_CHUNK: usize = 16;
 
-/// How `interleave` reads its files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Reads `cycle_length` files at once, taking `block_length` records from each in turn
+/// (`tf.data.Dataset.interleave(TFRecordDataset, ...)`). It reads the source's files, so in a
+/// pipeline file it must come right after the source (or after `shard`), and only once; from
+/// Rust, `Dataset::interleave_with` interleaves the sub-datasets of any dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct InterleaveSpec {
     /// Files open at once (≥ 1). Default 4.
+    #[schemars(range(min = 1))]
     pub cycle_length: usize,
     /// Consecutive records taken from one file before moving to the next. Default 1.
+    #[schemars(range(min = 1))]
     pub block_length: usize,
     /// `Sequential` (default) reads on the consumer's thread; a number (or `auto`: the CPU
     /// budget) gives that many open files, at most `cycle_length`, their own reading thread
@@ -73,6 +81,20 @@ impl InterleaveSpec {
     pub fn deterministic(mut self, d: bool) -> Self {
         self.deterministic = d;
         self
+    }
+}
+
+impl Spec for InterleaveSpec {
+    const KIND: &'static str = "interleave";
+    const SUMMARY: &'static str =
+        "read several files at once; only right after the source (or `shard`)";
+
+    fn validate(&self) -> Result<(), Invalid> {
+        InterleaveStage::of_files(*self).validate()
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> Result<Dataset> {
+        Ok(input.interleave(*self))
     }
 }
 

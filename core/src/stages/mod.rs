@@ -6,6 +6,7 @@ pub mod cache;
 pub mod concatenate;
 pub mod image_ops;
 pub mod image_ops_batch;
+mod image_ops_validate;
 pub mod interleave;
 pub mod map;
 pub mod map_chunks;

@@ -2,12 +2,18 @@
 
 use std::collections::BTreeMap;
 
+use std::fmt;
+
 use bytes::Bytes;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::element::{Element, Value};
 use crate::error::{Error, Result};
+use crate::invalid::{Invalid, Key};
 use crate::params::Params;
+use crate::registry::{AppendContext, Batching, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stages::batch::{BatchStream, Groups, common_names};
@@ -15,7 +21,7 @@ use crate::stream::BoxStream;
 use crate::tensor::{DType, Tensor, TensorData};
 
 /// A padding value: a number (for numeric dtypes) or a string (for byte strings).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum PadValue {
     /// An integer.
@@ -55,22 +61,227 @@ impl PadValue {
     }
 }
 
-/// Batches `batch_size` elements, padding each value to the largest shape in the batch (or
-/// to `padded_shapes` where given) with `padding_values` (default 0, or `""`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Batches elements of different shapes by padding each value to the largest shape in the
+/// batch, or to `padded_shapes` where given (a value larger than a fixed size is an error),
+/// with `padding_values` (default 0, or `""` for strings).
+///
+/// ```toml
+/// [[stage]]
+/// kind = "padded_batch"
+/// batch_size = 32
+/// padded_shapes = { tokens = [128], mask = ["max", 8] }
+/// padding_values = { tokens = -1 }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaddedBatchSpec {
     /// Elements per batch (≥ 1).
+    #[schemars(range(min = 1))]
     pub batch_size: usize,
     /// Drop a last, smaller batch (default false).
     #[serde(default)]
     pub drop_remainder: bool,
-    /// Fixed padded shapes per value name; `None` in a dimension means the batch maximum.
-    #[serde(default)]
+    /// Padded shape per value name: sizes or `"max"` (the batch's largest) per dimension,
+    /// e.g. `tokens = [128]`, `mask = ["max", 8]`; `None` (`"max"`) in a dimension means
+    /// the batch maximum. Values not listed pad to the batch's largest shape.
+    #[serde(default, with = "pad_dims")]
+    #[schemars(with = "BTreeMap<String, Vec<PadDim>>")]
     pub padded_shapes: BTreeMap<String, Vec<Option<usize>>>,
-    /// Padding value per value name.
+    /// Padding value per value name (a number or a string); default 0 or `""`.
     #[serde(default)]
     pub padding_values: BTreeMap<String, PadValue>,
+}
+
+/// One padded dimension as written: a size, or `"max"` (the largest in the batch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PadDim {
+    /// Exactly this size.
+    Fixed(usize),
+    /// The batch's largest size in this dimension (`"max"`).
+    Max,
+}
+
+impl From<PadDim> for Option<usize> {
+    fn from(d: PadDim) -> Self {
+        match d {
+            PadDim::Fixed(n) => Some(n),
+            PadDim::Max => None,
+        }
+    }
+}
+
+impl From<Option<usize>> for PadDim {
+    fn from(d: Option<usize>) -> Self {
+        d.map_or(PadDim::Max, PadDim::Fixed)
+    }
+}
+
+impl Serialize for PadDim {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            PadDim::Fixed(n) => s.serialize_u64(*n as u64),
+            PadDim::Max => s.serialize_str("max"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PadDim {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = PadDim;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a dimension size or \"max\"")
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<PadDim, E> {
+                usize::try_from(v)
+                    .map(PadDim::Fixed)
+                    .map_err(|_| E::custom(format!("dimension {v} is too large")))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<PadDim, E> {
+                u64::try_from(v)
+                    .map_err(|_| {
+                        E::custom(format!(
+                            "a dimension cannot be negative, got {v} (use \"max\")"
+                        ))
+                    })
+                    .and_then(|v| self.visit_u64(v))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<PadDim, E> {
+                match v {
+                    "max" => Ok(PadDim::Max),
+                    other => Err(E::custom(format!(
+                        "expected a dimension size or \"max\", got {other:?}"
+                    ))),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl JsonSchema for PadDim {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PadDim".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A dimension size, or \"max\" (the batch's largest).",
+            "oneOf": [{ "type": "integer", "minimum": 1 }, { "const": "max" }]
+        })
+    }
+}
+
+/// `padded_shapes` as written: sizes or `"max"` per dimension.
+mod pad_dims {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::PadDim;
+
+    pub(super) fn serialize<S: Serializer>(
+        shapes: &BTreeMap<String, Vec<Option<usize>>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let written: BTreeMap<&String, Vec<PadDim>> = shapes
+            .iter()
+            .map(|(k, dims)| (k, dims.iter().map(|d| PadDim::from(*d)).collect()))
+            .collect();
+        written.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<String, Vec<Option<usize>>>, D::Error> {
+        let written = BTreeMap::<String, Vec<PadDim>>::deserialize(d)?;
+        Ok(written
+            .into_iter()
+            .map(|(k, dims)| (k, dims.into_iter().map(Option::from).collect()))
+            .collect())
+    }
+}
+
+/// One value or a list of values (numbers or strings), as a feature's `default` is written.
+pub(crate) fn one_or_many_pad_values<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Vec<PadValue>>, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = Vec<PadValue>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a number, a string, or a list of them")
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Vec<PadValue>, E> {
+            Ok(vec![PadValue::Int(v)])
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Vec<PadValue>, E> {
+            i64::try_from(v)
+                .map(|v| vec![PadValue::Int(v)])
+                .map_err(|_| E::custom(format!("{v} does not fit an int64")))
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Vec<PadValue>, E> {
+            Ok(vec![PadValue::Float(v)])
+        }
+
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Vec<PadValue>, E> {
+            Ok(vec![PadValue::Bytes(v.to_string())])
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Vec<PadValue>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(v) = seq.next_element::<PadValue>()? {
+                out.push(v);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(Visitor).map(Some)
+}
+
+impl Spec for PaddedBatchSpec {
+    const KIND: &'static str = "padded_batch";
+    const SUMMARY: &'static str = "batch, padding values to a common shape";
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        if self.batch_size == 0 {
+            return Err(Invalid::at(
+                "batch_size",
+                "padded_batch: `batch_size` must be at least 1",
+            ));
+        }
+        for (name, dims) in &self.padded_shapes {
+            if let Some(i) = dims.iter().position(|d| *d == Some(0)) {
+                return Err(Invalid::new(
+                    vec![Key::name("padded_shapes"), Key::name(name), Key::Index(i)],
+                    format!(
+                        "padded_batch: dimension {i} of `{name}` must be at least 1 or \"max\""
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> Result<Dataset> {
+        Ok(input.padded_batch(self.clone()))
+    }
+
+    fn batching(&self) -> Batching {
+        Batching::Batches
+    }
 }
 
 impl PaddedBatchSpec {
@@ -94,12 +305,11 @@ impl Stage for PaddedBatchSpec {
         Params::of(self)
     }
 
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        Spec::validate(self)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        if self.batch_size == 0 {
-            return Err(Error::invalid(
-                "padded_batch: batch_size must be at least 1",
-            ));
-        }
         let spec = self.clone();
         Ok(Box::new(BatchStream {
             groups: Groups {
@@ -118,24 +328,14 @@ impl Stage for PaddedBatchSpec {
         ctx: &BuildContext,
         skip: u64,
     ) -> Result<(BoxStream, u64)> {
-        if ctx.error_policy() != crate::options::ErrorPolicy::Fail || self.batch_size == 0 {
-            let mut stream = self.build(inputs, ctx)?;
-            let skipped = crate::run::discard(&mut stream, skip)?;
-            return Ok((stream, skipped));
-        }
-        // `skip` batches are `skip × batch_size` inputs, not assembled.
-        let size = self.batch_size as u64;
-        let input = crate::stages::single_input(inputs, "padded_batch")?
-            .skipping(skip.saturating_mul(size));
-        let stream = self.build(std::slice::from_ref(&input), ctx)?;
-        let k = input.skipped();
-        // Short of the mark only at the end: a last partial batch was one more output.
-        let skipped = if self.drop_remainder {
-            k / size
-        } else {
-            k.div_ceil(size)
-        };
-        Ok((stream, skipped.min(skip)))
+        crate::stages::batch::batch_from(
+            self,
+            self.batch_size,
+            self.drop_remainder,
+            inputs,
+            ctx,
+            skip,
+        )
     }
 }
 

@@ -1,12 +1,15 @@
 //! `prefetch`: run the upstream ahead on its own thread into a bounded buffer.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::autotune::{KnobKind, MAX_BUFFER};
+use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::executor::prefetch::PrefetchStream;
 use crate::invalid::Invalid;
 use crate::params::Params;
+use crate::registry::{AppendContext, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::BoxStream;
@@ -41,13 +44,59 @@ mod auto {
     }
 }
 
-/// Prefetches `buffer_size` elements on a dedicated thread, so the consumer (a training
-/// step) and the pipeline overlap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Runs the stages before it ahead on their own thread, into a buffer of `buffer_size`
+/// elements, so the consumer (a training step) and the pipeline overlap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PrefetchSpec {
-    /// Elements buffered.
+    /// Elements buffered: a number, or `"auto"` (the default: two per CPU of the budget, 2
+    /// to 16, then tuned within the RAM budget).
+    #[serde(default = "auto_size")]
     pub buffer_size: BufferSize,
+}
+
+fn auto_size() -> BufferSize {
+    BufferSize::Auto
+}
+
+impl Default for PrefetchSpec {
+    fn default() -> Self {
+        PrefetchSpec {
+            buffer_size: BufferSize::Auto,
+        }
+    }
+}
+
+impl JsonSchema for BufferSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BufferSize".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A number of elements, or \"auto\".",
+            "oneOf": [{ "type": "integer", "minimum": 1 }, { "const": "auto" }]
+        })
+    }
+}
+
+impl Spec for PrefetchSpec {
+    const KIND: &'static str = "prefetch";
+    const SUMMARY: &'static str = "run ahead on a thread";
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        if self.buffer_size == BufferSize::Fixed(0) {
+            return Err(Invalid::at(
+                "buffer_size",
+                "prefetch: `buffer_size` must be at least 1 or \"auto\"",
+            ));
+        }
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> Result<Dataset> {
+        Ok(input.prefetch(self.buffer_size))
+    }
 }
 
 impl Stage for PrefetchSpec {
@@ -65,13 +114,7 @@ impl Stage for PrefetchSpec {
     }
 
     fn validate(&self) -> std::result::Result<(), Invalid> {
-        if self.buffer_size == BufferSize::Fixed(0) {
-            return Err(Invalid::at(
-                "buffer_size",
-                "prefetch: `buffer_size` must be at least 1 or \"auto\"",
-            ));
-        }
-        Ok(())
+        Spec::validate(self)
     }
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {

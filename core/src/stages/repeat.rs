@@ -1,24 +1,42 @@
 //! `repeat`: iterate the input `count` times, or forever.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::Result;
+use crate::invalid::Invalid;
 use crate::params::Params;
+use crate::registry::{AppendContext, Spec};
 use crate::rng::combine;
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
-/// Re-opens its input after each pass. Each pass is a new epoch for the stages below (so
-/// shuffles reshuffle). A pass that yields nothing ends the repetition (as tf.data does),
-/// so `repeat` over an empty dataset does not spin forever.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// Re-opens its input after each pass. Each pass is a new epoch for the stages before it (so
+/// shuffles reshuffle). A pass that yields nothing ends the repetition (as tf.data does), so
+/// `repeat` over an empty dataset does not spin forever. Without `count` the pipeline never
+/// ends: use `take` or `sluice run --take N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RepeatSpec {
     /// Passes; `None` repeats forever.
     #[serde(default)]
     pub count: Option<u64>,
+}
+
+impl Spec for RepeatSpec {
+    const KIND: &'static str = "repeat";
+    const SUMMARY: &'static str = "`count` passes over the input, or forever";
+
+    fn validate(&self) -> Result<(), Invalid> {
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> crate::Result<Dataset> {
+        Ok(input.repeat(self.count))
+    }
 }
 
 impl Stage for RepeatSpec {

@@ -1,24 +1,66 @@
 //! `shard`: keep one of every `num_shards` elements.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::element::Element;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::invalid::Invalid;
 use crate::params::Params;
+use crate::registry::{AppendContext, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
-/// Keeps the elements at positions `index`, `index + num_shards`, ... Applied to a TFRecord
-/// source (before its records are read) it shards the file list instead, so each worker
-/// reads only its files; the builder does that rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Keeps shard `index` of `num_shards`: the elements at positions `index`, `index +
+/// num_shards`, ... Right after a file source (or right after `interleave`, or on a global
+/// shuffle) it shards the **file list** instead, so each worker reads only its files (the
+/// `shard_pushdown` rule).
+///
+/// ```toml
+/// [[stage]]
+/// kind = "shard"
+/// num_shards = 8
+/// index = 3
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShardSpec {
     /// Number of shards (≥ 1).
+    #[schemars(range(min = 1))]
     pub num_shards: u64,
     /// This shard (< `num_shards`).
     pub index: u64,
+}
+
+impl Spec for ShardSpec {
+    const KIND: &'static str = "shard";
+    const SUMMARY: &'static str =
+        "keep one shard of the files (right after the source) or of the elements";
+
+    fn validate(&self) -> Result<(), Invalid> {
+        if self.num_shards == 0 {
+            return Err(Invalid::at(
+                "num_shards",
+                "shard: `num_shards` must be at least 1",
+            ));
+        }
+        if self.index >= self.num_shards {
+            return Err(Invalid::at(
+                "index",
+                format!(
+                    "shard: `index` {} must be below `num_shards` {}",
+                    self.index, self.num_shards
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> crate::Result<Dataset> {
+        Ok(input.shard(self.num_shards, self.index))
+    }
 }
 
 impl Stage for ShardSpec {
@@ -26,17 +68,15 @@ impl Stage for ShardSpec {
         "shard"
     }
 
+    fn validate(&self) -> Result<(), Invalid> {
+        Spec::validate(self)
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }
 
     fn build(&self, inputs: &[Input], _ctx: &BuildContext) -> Result<BoxStream> {
-        if self.num_shards == 0 || self.index >= self.num_shards {
-            return Err(Error::invalid(format!(
-                "shard: index {} must be below num_shards {}",
-                self.index, self.num_shards
-            )));
-        }
         Ok(Box::new(ShardStream {
             upstream: crate::stages::single_input(inputs, "shard")?.open()?,
             position: 0,

@@ -1,23 +1,28 @@
 //! `shuffle`: a buffered, seeded shuffle (`tf.data.Dataset.shuffle`).
 
 use rand::Rng;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::invalid::Invalid;
 use crate::params::Params;
+use crate::registry::{AppendContext, Spec};
 use crate::rng::{StreamKey, StreamRng};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
-/// Fills a buffer of `buffer_size` elements and repeatedly emits a uniformly chosen one,
-/// replacing it with the next input. A buffer as large as the dataset gives a uniform
-/// permutation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Fills a buffer of `buffer_size` elements and emits a uniformly chosen one each time,
+/// replacing it with the next input (`tf.data.Dataset.shuffle`). A buffer as large as the
+/// dataset gives a uniform permutation; the buffer counts against the RAM budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShuffleSpec {
     /// Elements held in the buffer (≥ 1).
+    #[schemars(range(min = 1))]
     pub buffer_size: usize,
     /// A seed for this stage; default: the pipeline's seed.
     #[serde(default)]
@@ -43,9 +48,32 @@ impl ShuffleSpec {
     }
 }
 
+impl Spec for ShuffleSpec {
+    const KIND: &'static str = "shuffle";
+    const SUMMARY: &'static str = "a seeded shuffle buffer";
+
+    fn validate(&self) -> Result<(), Invalid> {
+        if self.buffer_size == 0 {
+            return Err(Invalid::at(
+                "buffer_size",
+                "shuffle: `buffer_size` must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> crate::Result<Dataset> {
+        Ok(input.shuffle_with(*self))
+    }
+}
+
 impl Stage for ShuffleSpec {
     fn name(&self) -> &'static str {
         "shuffle"
+    }
+
+    fn validate(&self) -> Result<(), Invalid> {
+        Spec::validate(self)
     }
 
     fn params(&self) -> Params {
@@ -53,9 +81,6 @@ impl Stage for ShuffleSpec {
     }
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        if self.buffer_size == 0 {
-            return Err(Error::invalid("shuffle: buffer_size must be at least 1"));
-        }
         let upstream = crate::stages::single_input(inputs, "shuffle")?.open()?;
         let key = StreamKey {
             seed: self.seed.unwrap_or(ctx.seed()),

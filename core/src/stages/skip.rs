@@ -1,20 +1,37 @@
 //! `skip`: drop the first `count` elements.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::Result;
+use crate::invalid::Invalid;
 use crate::params::Params;
+use crate::registry::{AppendContext, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Drops the first `count` elements (errors among them still travel).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkipSpec {
     /// How many elements.
     pub count: u64,
+}
+
+impl Spec for SkipSpec {
+    const KIND: &'static str = "skip";
+    const SUMMARY: &'static str = "all but the first `count` elements";
+
+    fn validate(&self) -> Result<(), Invalid> {
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> crate::Result<Dataset> {
+        Ok(input.skip(self.count))
+    }
 }
 
 impl Stage for SkipSpec {

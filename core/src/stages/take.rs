@@ -1,20 +1,37 @@
 //! `take`: the first `count` elements.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::Result;
+use crate::invalid::Invalid;
 use crate::params::Params;
+use crate::registry::{AppendContext, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
-/// Yields the first `count` elements, then stops its input (joining its threads).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Keeps the first `count` elements, then stops the stages before it (joining their threads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TakeSpec {
     /// How many elements.
     pub count: u64,
+}
+
+impl Spec for TakeSpec {
+    const KIND: &'static str = "take";
+    const SUMMARY: &'static str = "the first `count` elements";
+
+    fn validate(&self) -> Result<(), Invalid> {
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> crate::Result<Dataset> {
+        Ok(input.take(self.count))
+    }
 }
 
 impl Stage for TakeSpec {

@@ -2,20 +2,41 @@
 
 use std::collections::VecDeque;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::element::{Element, batch_len, unbatch_value};
 use crate::error::{Error, Result};
+use crate::invalid::Invalid;
 use crate::params::Params;
+use crate::registry::{AppendContext, Batching, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Splits each element along its leading dimension (dense or ragged). Every value must have
 /// the same batch size. Row `i` gets the id `batch_id.child(i)` and the batch's provenance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnbatchSpec {}
+
+impl Spec for UnbatchSpec {
+    const KIND: &'static str = "unbatch";
+    const SUMMARY: &'static str = "split batches back into elements";
+
+    fn validate(&self) -> Result<(), Invalid> {
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> crate::Result<Dataset> {
+        Ok(input.unbatch())
+    }
+
+    fn batching(&self) -> Batching {
+        Batching::Unbatches
+    }
+}
 
 impl Stage for UnbatchSpec {
     fn name(&self) -> &'static str {

@@ -13,11 +13,15 @@ mod reference;
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::element::{Element, RECORD, Value};
 use crate::error::{Error, Result};
+use crate::invalid::{Invalid, Key};
 use crate::params::Params;
+use crate::registry::{AppendContext, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stages::padded_batch::PadValue;
@@ -27,7 +31,7 @@ use crate::tensor::{DType, Tensor, TensorData};
 use columns::Columns;
 
 /// The three value types a `tf.train.Feature` can hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FeatureType {
     /// `Int64List` → `i64`.
@@ -55,9 +59,11 @@ impl FeatureType {
     }
 }
 
-/// How one feature is parsed (`tf.io.FixedLenFeature` / `tf.io.VarLenFeature`).
+/// How one feature is parsed (`tf.io.FixedLenFeature` / `tf.io.VarLenFeature`). Written
+/// as a [`FeatureEntry`]: `label = { dtype = "int64" }`, `tags = { dtype = "string", kind =
+/// "var_len" }`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(try_from = "FeatureEntry", into = "FeatureEntry")]
 pub enum FeatureSpec {
     /// Exactly `shape.product()` values, as a dense tensor of `shape`. Missing: `default`
     /// (one value, broadcast, or the full count), or an error if there is none.
@@ -65,10 +71,8 @@ pub enum FeatureSpec {
         /// Value type.
         dtype: FeatureType,
         /// Output shape (`[]` for a scalar).
-        #[serde(default)]
         shape: Vec<usize>,
         /// Value(s) used when the feature is absent.
-        #[serde(default)]
         default: Option<Vec<PadValue>>,
     },
     /// Any number of values, as a 1-D tensor (ragged once batched: values + row splits).
@@ -77,6 +81,97 @@ pub enum FeatureSpec {
         /// Value type.
         dtype: FeatureType,
     },
+}
+
+impl JsonSchema for FeatureSpec {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        FeatureEntry::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        FeatureEntry::json_schema(generator)
+    }
+}
+
+/// Whether a feature is dense with a fixed number of values or has any number of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FeatureKind {
+    /// `tf.io.FixedLenFeature` (the default).
+    #[default]
+    FixedLen,
+    /// `tf.io.VarLenFeature`.
+    VarLen,
+}
+
+/// One feature as written: `label = { dtype = "int64" }`,
+/// `bbox = { dtype = "float", shape = [4] }`, `tags = { dtype = "string", kind = "var_len" }`,
+/// `weight = { dtype = "float", default = 1.0 }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FeatureEntry {
+    /// `int64`, `float` (or `float32`) or `string` (or `bytes`).
+    pub dtype: FeatureType,
+    /// `fixed_len` (default) or `var_len`.
+    #[serde(default)]
+    pub kind: FeatureKind,
+    /// The dense shape of a `fixed_len` feature; default `[]` (a scalar).
+    #[serde(default)]
+    pub shape: Vec<usize>,
+    /// For a `fixed_len` feature, the value(s) used when it is absent: one value (broadcast)
+    /// or one per element of `shape`. Default: none (the feature is required).
+    #[serde(
+        default,
+        deserialize_with = "crate::stages::padded_batch::one_or_many_pad_values",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub default: Option<Vec<PadValue>>,
+}
+
+impl TryFrom<FeatureEntry> for FeatureSpec {
+    type Error = String;
+
+    fn try_from(e: FeatureEntry) -> std::result::Result<Self, String> {
+        Ok(match e.kind {
+            FeatureKind::FixedLen => FeatureSpec::FixedLen {
+                dtype: e.dtype,
+                shape: e.shape,
+                default: e.default,
+            },
+            FeatureKind::VarLen if !e.shape.is_empty() => {
+                return Err("a var_len feature takes no shape".into());
+            }
+            FeatureKind::VarLen if e.default.is_some() => {
+                return Err(
+                    "a var_len feature takes no default (a missing one has no values)".into(),
+                );
+            }
+            FeatureKind::VarLen => FeatureSpec::VarLen { dtype: e.dtype },
+        })
+    }
+}
+
+impl From<FeatureSpec> for FeatureEntry {
+    fn from(f: FeatureSpec) -> Self {
+        match f {
+            FeatureSpec::FixedLen {
+                dtype,
+                shape,
+                default,
+            } => FeatureEntry {
+                dtype,
+                kind: FeatureKind::FixedLen,
+                shape,
+                default,
+            },
+            FeatureSpec::VarLen { dtype } => FeatureEntry {
+                dtype,
+                kind: FeatureKind::VarLen,
+                shape: Vec::new(),
+                default: None,
+            },
+        }
+    }
 }
 
 impl FeatureSpec {
@@ -101,18 +196,33 @@ impl FeatureSpec {
     }
 }
 
-/// Parses the serialized `tf.train.Example` in value `input` (default `record`) of each
-/// element into one value per feature of `features`, replacing `input`. A scalar record
-/// gives unbatched values; a batch of records (after `batch`) gives batched values, as
-/// `tf.io.parse_example` does (VarLen features become ragged).
-///
-/// Byte values are slices of the record (no copy). Errors are worded as TensorFlow words
-/// them, e.g. `Feature: label (data type: int64) is required but could not be found.`, and
+/// Parses serialized `tf.train.Example`s (`tf.io.parse_example`), replacing the `input` value
+/// by one value per feature. On single records it gives unbatched values; after `batch` it
+/// parses the whole batch at once (faster), giving batched values (VarLen features become
+/// ragged). Byte values are slices of the record (no copy). Errors are worded as TensorFlow
+/// words them (`Feature: label (data type: int64) is required but could not be found.`) and
 /// carry the element's id and provenance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// A feature is a table: `dtype` (`"int64"`, `"float"` or `"float32"`, `"string"` or
+/// `"bytes"`), `kind` (`"fixed_len"`, the default, or `"var_len"`), `shape` (`fixed_len` only:
+/// the dense shape, default `[]`, a scalar; the feature must hold exactly that many values) and
+/// `default` (`fixed_len` only: used when the feature is absent, one value broadcast or one per
+/// element of `shape`; without it the feature is required). Names may contain `/` (quote them:
+/// `features."image/encoded" = {...}`).
+///
+/// ```toml
+/// [[stage]]
+/// kind = "parse_example"
+/// features.image = { dtype = "string" }
+/// features.label = { dtype = "int64", default = -1 }
+/// features.bbox = { dtype = "float", shape = [4] }
+/// features.tags = { dtype = "string", kind = "var_len" }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParseExampleSpec {
-    /// Features to parse, by name. Others in the record are ignored.
+    /// Features to parse, by name (a table of features). Others in the record are
+    /// ignored.
     pub features: BTreeMap<String, FeatureSpec>,
     /// The value holding the serialized record(s). Default `record`.
     #[serde(default = "record_name")]
@@ -191,6 +301,69 @@ fn default_tensor(
     Tensor::new(shape, data)
 }
 
+impl Spec for ParseExampleSpec {
+    const KIND: &'static str = "parse_example";
+    const SUMMARY: &'static str = "`tf.train.Example` records to tensors";
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        if self.features.is_empty() {
+            return Err(Invalid::at(
+                "features",
+                "parse_example: `features` needs at least one feature",
+            ));
+        }
+        if self.input.is_empty() {
+            return Err(Invalid::at(
+                "input",
+                "parse_example: `input` must name a value",
+            ));
+        }
+        for (name, f) in &self.features {
+            let at = |key: &str| vec![Key::name("features"), Key::name(name), Key::name(key)];
+            let FeatureSpec::FixedLen {
+                dtype,
+                shape,
+                default: Some(default),
+            } = f
+            else {
+                continue;
+            };
+            let n: usize = shape.iter().product();
+            if default.len() != 1 && default.len() != n {
+                return Err(Invalid::new(
+                    at("default"),
+                    format!(
+                        "parse_example: feature `{name}` has shape {shape:?}: its default needs 1 or {n} values, got {}",
+                        default.len()
+                    ),
+                ));
+            }
+            let fits = |v: &PadValue| {
+                matches!(
+                    (dtype, v),
+                    (FeatureType::Int64, PadValue::Int(_))
+                        | (FeatureType::Float, PadValue::Int(_) | PadValue::Float(_))
+                        | (FeatureType::String, PadValue::Bytes(_))
+                )
+            };
+            if let Some(bad) = default.iter().find(|v| !fits(v)) {
+                return Err(Invalid::new(
+                    at("default"),
+                    format!(
+                        "parse_example: feature `{name}` is {}: its default {bad:?} does not fit",
+                        dtype.dtype().tf_name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> Result<Dataset> {
+        Ok(input.parse_example(self.clone()))
+    }
+}
+
 impl Stage for ParseExampleSpec {
     fn name(&self) -> &'static str {
         "parse_example"
@@ -200,17 +373,11 @@ impl Stage for ParseExampleSpec {
         Params::of(self)
     }
 
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        Spec::validate(self)
+    }
+
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
-        for (key, spec) in &self.features {
-            if let FeatureSpec::FixedLen {
-                dtype,
-                shape,
-                default: Some(d),
-            } = spec
-            {
-                default_tensor(key, *dtype, shape, d)?;
-            }
-        }
         Ok(Box::new(ParseStream {
             upstream: crate::stages::single_input(inputs, "parse_example")?.open()?,
             spec: self.clone(),

@@ -1,78 +1,32 @@
-//! Impossible values, found before anything runs: each problem names the key it is about
-//! (a path from the file's root) so the TOML loader can give its line and column.
+//! The checks of `image_ops` (every front end runs them before anything runs): parameter
+//! ranges, `to_chw` last, one `decode`, and crops that cannot fit the size an earlier op
+//! fixed. Each problem names its key (`ops[3].height`).
 
-use std::fmt;
-
-use crate::parallelism::NumParallel;
+use crate::dataset::Dataset;
+use crate::error::Result;
+use crate::invalid::{Invalid, Key, under};
+use crate::parallelism::check_num_parallel;
+use crate::registry::{AppendContext, Spec};
 use crate::stages::image_ops::{ImageOp, ImageOpsSpec, PadSpec};
 use crate::tensor::DType;
 
-/// One step of a path into the file: a key or an array index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Seg {
-    Key(String),
-    Index(usize),
-}
+type Seg = Key;
+type Problem = Invalid;
 
-impl Seg {
-    pub(crate) fn key(k: &str) -> Seg {
-        Seg::Key(k.to_string())
+impl Spec for ImageOpsSpec {
+    const KIND: &'static str = "image_ops";
+    const SUMMARY: &'static str = "decode and augment images with the built-in ops";
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        check_image_ops(&[], self)
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> Result<Dataset> {
+        Ok(input.image_ops(self.clone()))
     }
 }
 
-/// An impossible value: where (a path from the root) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Problem {
-    pub(crate) path: Vec<Seg>,
-    pub(crate) message: String,
-}
-
-impl Problem {
-    pub(crate) fn new(path: Vec<Seg>, message: impl Into<String>) -> Problem {
-        Problem {
-            path,
-            message: message.into(),
-        }
-    }
-}
-
-/// `stage[2].ops[0].height`, as a problem is named when the file's text is not known.
-pub(crate) struct PathDisplay<'a>(pub(crate) &'a [Seg]);
-
-impl fmt::Display for PathDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, seg) in self.0.iter().enumerate() {
-            match seg {
-                Seg::Key(k) if i == 0 => write!(f, "{k}")?,
-                Seg::Key(k) => write!(f, ".{k}")?,
-                Seg::Index(n) => write!(f, "[{n}]")?,
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A path under `base` (e.g. a stage's path).
-pub(crate) fn under(base: &[Seg], rest: &[&str]) -> Vec<Seg> {
-    let mut p = base.to_vec();
-    p.extend(rest.iter().map(|k| Seg::key(k)));
-    p
-}
-
-/// `num_parallel = 0` is impossible (sequential is the default; `"auto"` uses the budget).
-pub(crate) fn check_num_parallel(base: &[Seg], kind: &str, n: NumParallel) -> Result<(), Problem> {
-    if n == NumParallel::Fixed(0) {
-        return Err(Problem::new(
-            under(base, &["num_parallel"]),
-            format!(
-                "{kind}: `num_parallel` must be at least 1 or \"auto\" (leave it out to run sequentially)"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn finite(base: &[Seg], key: &str, op: &str, v: f32) -> Result<(), Problem> {
+fn finite(base: &[Seg], key: &str, op: &str, v: f32) -> std::result::Result<(), Problem> {
     if v.is_finite() {
         Ok(())
     } else {
@@ -83,7 +37,7 @@ fn finite(base: &[Seg], key: &str, op: &str, v: f32) -> Result<(), Problem> {
     }
 }
 
-fn at_least_one(base: &[Seg], key: &str, op: &str, v: usize) -> Result<(), Problem> {
+fn at_least_one(base: &[Seg], key: &str, op: &str, v: usize) -> std::result::Result<(), Problem> {
     if v >= 1 {
         Ok(())
     } else {
@@ -94,7 +48,13 @@ fn at_least_one(base: &[Seg], key: &str, op: &str, v: usize) -> Result<(), Probl
     }
 }
 
-fn range(base: &[Seg], op: &str, lower: f32, upper: f32, min: f32) -> Result<(), Problem> {
+fn range(
+    base: &[Seg],
+    op: &str,
+    lower: f32,
+    upper: f32,
+    min: f32,
+) -> std::result::Result<(), Problem> {
     finite(base, "lower", op, lower)?;
     finite(base, "upper", op, upper)?;
     if lower < min {
@@ -112,7 +72,13 @@ fn range(base: &[Seg], op: &str, lower: f32, upper: f32, min: f32) -> Result<(),
     Ok(())
 }
 
-fn pair(base: &[Seg], key: &str, op: &str, (lo, hi): (f32, f32), max: f32) -> Result<(), Problem> {
+fn pair(
+    base: &[Seg],
+    key: &str,
+    op: &str,
+    (lo, hi): (f32, f32),
+    max: f32,
+) -> std::result::Result<(), Problem> {
     let at = || under(base, &[key]);
     if !(lo.is_finite() && hi.is_finite()) || lo <= 0.0 || hi < lo || hi > max {
         let bound = if max.is_finite() {
@@ -133,7 +99,10 @@ fn pair(base: &[Seg], key: &str, op: &str, (lo, hi): (f32, f32), max: f32) -> Re
 /// Checks the op list of an `image_ops` stage at `base` (the stage's path): parameter
 /// ranges, `to_chw` last, one `decode`, and crops that cannot fit the size an earlier op
 /// fixed.
-pub(crate) fn check_image_ops(base: &[Seg], spec: &ImageOpsSpec) -> Result<(), Problem> {
+pub(crate) fn check_image_ops(
+    base: &[Seg],
+    spec: &ImageOpsSpec,
+) -> std::result::Result<(), Problem> {
     if spec.ops.is_empty() {
         return Err(Problem::new(
             under(base, &["ops"]),
@@ -146,7 +115,7 @@ pub(crate) fn check_image_ops(base: &[Seg], spec: &ImageOpsSpec) -> Result<(), P
             "image_ops: `input` must name a value",
         ));
     }
-    check_num_parallel(base, "image_ops", spec.num_parallel)?;
+    check_num_parallel("image_ops", spec.num_parallel).map_err(|p| p.under(base))?;
     // The image size fixed by the latest resize or crop, and the op that fixed it.
     let mut known: Option<(usize, usize, usize)> = None;
     let mut decoded_at: Option<usize> = None;
@@ -336,8 +305,11 @@ pub(crate) fn op_name(op: &ImageOp) -> &'static str {
 mod tests {
     use super::*;
 
-    fn check(ops: Vec<ImageOp>) -> Result<(), Problem> {
-        check_image_ops(&[Seg::key("stage"), Seg::Index(0)], &ImageOpsSpec::new(ops))
+    fn check(ops: Vec<ImageOp>) -> std::result::Result<(), Problem> {
+        check_image_ops(
+            &[Key::name("stage"), Seg::Index(0)],
+            &ImageOpsSpec::new(ops),
+        )
     }
 
     #[test]
@@ -385,7 +357,7 @@ mod tests {
         ])
         .unwrap_err();
         assert_eq!(
-            PathDisplay(&p.path).to_string(),
+            p.path_display().to_string(),
             "stage[0].ops[3]",
             "{}",
             p.message
@@ -466,7 +438,7 @@ mod tests {
         ];
         for (op, path, needle) in cases {
             let p = check(vec![op.clone()]).unwrap_err();
-            assert_eq!(PathDisplay(&p.path).to_string(), path, "{op:?}");
+            assert_eq!(p.path_display().to_string(), path, "{op:?}");
             assert!(p.message.contains(needle), "{op:?}: {}", p.message);
         }
         let p = check(vec![ImageOp::ToChw, ImageOp::ToUnitF32]).unwrap_err();
