@@ -1,7 +1,6 @@
 //! `sluice run`: run a pipeline file, with a progress bar, per-stage statistics, a JSON
 //! summary, and optionally its output written as TFRecord shards of `tf.train.Example`.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -10,16 +9,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
+use sluice_core::checkpoint::element_digest;
 use sluice_core::pipeline_file::PipelineFile;
-use sluice_core::{
-    Checkpoint, Dataset, Element, PipelineIter, PipelineStats, StageStats, Tensor, TensorData,
-    Value,
-};
-use sluice_proto::example::{BytesList, Feature, Features, FloatList, Int64List, feature::Kind};
+use sluice_core::{Checkpoint, Dataset, Element, PipelineIter, PipelineStats, StageStats};
 use sluice_proto::tfrecord::{Compression, TfRecordWriter};
 use sluice_proto::{Example, TfMessage};
 
@@ -187,7 +183,7 @@ pub(crate) struct Ran {
     pub(crate) batches: u64,
     /// Wall time of the epochs.
     pub(crate) seconds: f64,
-    /// The statistics of every epoch together (see [`merge`]).
+    /// The statistics of every epoch together ([`PipelineStats::merge`]).
     pub(crate) stats: PipelineStats,
     /// Stopped early (Ctrl-C) after this many elements of the run, a checkpoint written.
     pub(crate) interrupted: Option<u64>,
@@ -279,37 +275,6 @@ impl RunCheckpoint {
     }
 }
 
-/// A SHA-256 of an element: its id and every value's name, dtype, shape and bytes.
-fn element_digest(e: &Element) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(e.id().to_string().as_bytes());
-    let mut names: Vec<&str> = e.iter().map(|(n, _)| n).collect();
-    names.sort_unstable();
-    for name in names {
-        h.update(name.as_bytes());
-        h.update([0]);
-        match e.get(name) {
-            Some(Value::Dense(t)) => {
-                h.update(format!("{:?}{:?}", t.data().dtype(), t.shape()).as_bytes());
-                match t.data() {
-                    TensorData::U8(v) => h.update(v),
-                    TensorData::I32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-                    TensorData::I64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-                    TensorData::F32(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-                    TensorData::F64(v) => v.iter().for_each(|x| h.update(x.to_le_bytes())),
-                    TensorData::Bytes(v) => v.iter().for_each(|b| {
-                        h.update((b.len() as u64).to_le_bytes());
-                        h.update(b);
-                    }),
-                }
-            }
-            other => h.update(format!("{other:?}").as_bytes()),
-        }
-    }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// [`run_epochs`] with checkpointing.
 pub(crate) fn run_epochs_with(
     dataset: &Dataset,
@@ -376,7 +341,11 @@ pub(crate) fn run_epochs_with(
             let handled =
                 item.map_err(|e| anyhow::Error::new(e).context(format!("epoch {}", epoch + 1)));
             let handled = handled.and_then(|element| {
-                let rows = if batched { batch_rows(&element)? } else { 1 };
+                let rows = if batched {
+                    sluice_core::example::batch_rows(&element)?
+                } else {
+                    1
+                };
                 each(&element)?;
                 if let Some(out) = digests.as_mut() {
                     writeln!(out, "{}", element_digest(&element))?;
@@ -453,7 +422,7 @@ pub(crate) fn run_epochs_with(
         elements,
         batches,
         seconds: started.elapsed().as_secs_f64(),
-        stats: merge(&stats),
+        stats: PipelineStats::merge(&stats),
         interrupted,
         elements_here: elements - resume.as_ref().map_or(0, |r| r.elements),
     })
@@ -606,18 +575,6 @@ fn progress_bar() -> ProgressBar {
     bar
 }
 
-/// The rows of a batched element: the leading dimension of its values.
-fn batch_rows(element: &Element) -> Result<u64> {
-    match element.iter().next() {
-        None => Ok(0),
-        Some((name, Value::Dense(t))) => match t.shape().first() {
-            Some(&n) => Ok(n as u64),
-            None => bail!("value `{name}` of a batch is a scalar (expected a batch dimension)"),
-        },
-        Some((_, Value::Ragged(r))) => Ok(r.rows() as u64),
-    }
-}
-
 /// The `--output` shards, written round-robin.
 struct Shards {
     writers: Vec<(PathBuf, TfRecordWriter<BufWriter<fs::File>>)>,
@@ -646,22 +603,8 @@ impl Shards {
 
     /// Writes one Example per row of a batch, or one for the element.
     fn write(&mut self, element: &Element, batched: bool) -> Result<()> {
-        if !batched {
-            return self.write_example(&to_example(element.iter())?);
-        }
-        for i in 0..batch_rows(element)? as usize {
-            let row: Vec<(&str, Value)> = element
-                .iter()
-                .map(|(name, v)| {
-                    let row = match v {
-                        Value::Dense(t) => Value::Dense(t.row(i)?),
-                        Value::Ragged(r) => Value::Dense(r.row(i)?),
-                    };
-                    Ok((name, row))
-                })
-                .collect::<sluice_core::Result<_>>()
-                .with_context(|| format!("cannot split row {i} of element {}", element.id()))?;
-            self.write_example(&to_example(row.iter().map(|(n, v)| (*n, v)))?)?;
+        for example in sluice_core::example::to_examples(element, batched)? {
+            self.write_example(&example)?;
         }
         Ok(())
     }
@@ -687,245 +630,5 @@ impl Shards {
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         Ok(self.records)
-    }
-}
-
-/// An Example with one feature per value, flattened.
-fn to_example<'a>(values: impl Iterator<Item = (&'a str, &'a Value)>) -> Result<Example> {
-    let mut features = Features::default();
-    for (name, value) in values {
-        let Value::Dense(t) = value else {
-            bail!("value `{name}` is ragged: a row of it cannot be a feature");
-        };
-        features.feature.insert(
-            name.to_string(),
-            Feature {
-                kind: Some(feature_kind(t)),
-            },
-        );
-    }
-    Ok(Example {
-        features: Some(features),
-    })
-}
-
-fn feature_kind(t: &Tensor) -> Kind {
-    match t.data() {
-        TensorData::Bytes(v) => Kind::BytesList(BytesList {
-            value: v.iter().cloned().collect(),
-        }),
-        TensorData::U8(v) => Kind::Int64List(Int64List {
-            value: v.iter().map(|&x| i64::from(x)).collect(),
-        }),
-        TensorData::I32(v) => Kind::Int64List(Int64List {
-            value: v.iter().map(|&x| i64::from(x)).collect(),
-        }),
-        TensorData::I64(v) => Kind::Int64List(Int64List { value: v.to_vec() }),
-        TensorData::F32(v) => Kind::FloatList(FloatList { value: v.to_vec() }),
-        TensorData::F64(v) => Kind::FloatList(FloatList {
-            value: v.iter().map(|&x| x as f32).collect(),
-        }),
-    }
-}
-
-/// The statistics of several epochs as one: counts and times summed per stage, the busy
-/// fraction over the total wall time, the bottleneck the stage waited on most in all.
-fn merge(epochs: &[PipelineStats]) -> PipelineStats {
-    if let [one] = epochs {
-        return one.clone();
-    }
-    let wall: f64 = epochs.iter().map(|e| e.wall_seconds).sum();
-    let mut stages: BTreeMap<usize, (StageStats, f64, u64)> = BTreeMap::new();
-    for s in epochs.iter().flat_map(|e| &e.stages) {
-        let (m, mean_sum, n) = stages.entry(s.index).or_insert_with(|| (zeroed(s), 0.0, 0));
-        m.elements_in += s.elements_in;
-        m.elements_out += s.elements_out;
-        m.bytes_out += s.bytes_out;
-        m.busy_seconds += s.busy_seconds;
-        m.wait_upstream_seconds += s.wait_upstream_seconds;
-        m.wait_downstream_seconds += s.wait_downstream_seconds;
-        m.consumer_wait_seconds += s.consumer_wait_seconds;
-        m.caused_wait_seconds += s.caused_wait_seconds;
-        m.workers = m.workers.max(s.workers);
-        m.row_threads = m.row_threads.max(s.row_threads);
-        m.buffer_len = s.buffer_len;
-        m.buffer_capacity = m.buffer_capacity.max(s.buffer_capacity);
-        m.skipped += s.skipped;
-        *mean_sum += s.buffer_mean;
-        *n += 1;
-    }
-    let stages: Vec<StageStats> = stages
-        .into_values()
-        .map(|(mut s, mean_sum, n)| {
-            s.buffer_mean = mean_sum / n.max(1) as f64;
-            s.busy_fraction = if wall > 0.0 {
-                (s.busy_seconds / (wall * s.workers.max(1) as f64)).min(1.0)
-            } else {
-                0.0
-            };
-            s
-        })
-        .collect();
-    let bottleneck = stages
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.caused_wait_seconds > 0.0)
-        .max_by(|(_, a), (_, b)| a.caused_wait_seconds.total_cmp(&b.caused_wait_seconds))
-        .map(|(i, _)| i);
-    PipelineStats {
-        wall_seconds: wall,
-        elements: epochs.iter().map(|e| e.elements).sum(),
-        skipped: stages.iter().map(|s| s.skipped).sum(),
-        stages,
-        bottleneck,
-        // Each epoch's decisions, timed from the start of the first.
-        autotune: epochs
-            .iter()
-            .scan(0.0, |start, e| {
-                let offset = *start;
-                *start += e.wall_seconds;
-                Some(e.autotune.iter().map(move |d| {
-                    let mut d = d.clone();
-                    d.at_seconds += offset;
-                    d
-                }))
-            })
-            .flatten()
-            .collect(),
-        tuned: epochs.last().map(|e| e.tuned.clone()).unwrap_or_default(),
-    }
-}
-
-fn zeroed(s: &StageStats) -> StageStats {
-    StageStats {
-        index: s.index,
-        name: s.name.clone(),
-        elements_in: 0,
-        elements_out: 0,
-        bytes_out: 0,
-        busy_seconds: 0.0,
-        wait_upstream_seconds: 0.0,
-        wait_downstream_seconds: 0.0,
-        consumer_wait_seconds: 0.0,
-        caused_wait_seconds: 0.0,
-        workers: 0,
-        row_threads: 0,
-        busy_fraction: 0.0,
-        buffer_len: 0,
-        buffer_capacity: 0,
-        buffer_mean: 0.0,
-        skipped: 0,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn stage(index: usize, busy: f64, caused: f64) -> StageStats {
-        StageStats {
-            index,
-            name: format!("s{index}"),
-            elements_in: 10,
-            elements_out: 10,
-            busy_seconds: busy,
-            caused_wait_seconds: caused,
-            workers: 1,
-            skipped: 1,
-            ..stage_base()
-        }
-    }
-
-    fn stage_base() -> StageStats {
-        zeroed(&StageStats {
-            index: 0,
-            name: String::new(),
-            elements_in: 0,
-            elements_out: 0,
-            bytes_out: 0,
-            busy_seconds: 0.0,
-            wait_upstream_seconds: 0.0,
-            wait_downstream_seconds: 0.0,
-            consumer_wait_seconds: 0.0,
-            caused_wait_seconds: 0.0,
-            workers: 0,
-            row_threads: 0,
-            busy_fraction: 0.0,
-            buffer_len: 0,
-            buffer_capacity: 0,
-            buffer_mean: 0.0,
-            skipped: 0,
-        })
-    }
-
-    #[test]
-    fn epochs_merge_into_sums_and_the_overall_bottleneck() {
-        let e1 = PipelineStats {
-            wall_seconds: 1.0,
-            elements: 5,
-            skipped: 2,
-            stages: vec![stage(0, 0.5, 0.1), stage(1, 0.2, 0.3)],
-            bottleneck: Some(1),
-            autotune: vec![],
-            tuned: vec![],
-        };
-        // A second epoch served from a cache: stage 0 is not run.
-        let e2 = PipelineStats {
-            wall_seconds: 1.0,
-            elements: 5,
-            skipped: 1,
-            stages: vec![stage(1, 0.1, 0.0)],
-            bottleneck: None,
-            autotune: vec![],
-            tuned: vec![],
-        };
-        let m = merge(&[e1, e2]);
-        assert_eq!(m.elements, 10);
-        assert_eq!(m.skipped, 3);
-        assert_eq!(m.stages.len(), 2);
-        assert_eq!(m.stages[1].elements_out, 20);
-        assert!((m.stages[1].busy_seconds - 0.3).abs() < 1e-12);
-        assert!((m.stages[0].busy_fraction - 0.25).abs() < 1e-12);
-        assert_eq!(m.bottleneck().map(|s| s.name.as_str()), Some("s1"));
-    }
-
-    #[test]
-    fn values_become_flattened_features_of_their_kind() {
-        let values = [
-            (
-                "image",
-                Value::Dense(
-                    Tensor::new(&[1, 2, 1], TensorData::U8(vec![3u8, 250].into())).unwrap(),
-                ),
-            ),
-            (
-                "x",
-                Value::Dense(Tensor::new(&[2], TensorData::F64(vec![0.5, 1.5].into())).unwrap()),
-            ),
-            (
-                "name",
-                Value::Dense(Tensor::scalar_bytes(b"cat".to_vec().into())),
-            ),
-        ];
-        let ex = to_example(values.iter().map(|(n, v)| (*n, v))).unwrap();
-        let f = &ex.features.unwrap().feature;
-        assert_eq!(
-            f["image"].kind,
-            Some(Kind::Int64List(Int64List {
-                value: vec![3, 250]
-            }))
-        );
-        assert_eq!(
-            f["x"].kind,
-            Some(Kind::FloatList(FloatList {
-                value: vec![0.5, 1.5]
-            }))
-        );
-        assert_eq!(
-            f["name"].kind,
-            Some(Kind::BytesList(BytesList {
-                value: vec![b"cat".to_vec().into()]
-            }))
-        );
     }
 }

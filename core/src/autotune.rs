@@ -56,7 +56,7 @@ use crossbeam_channel::select;
 use serde::Serialize;
 
 use crate::executor::shutdown::Shutdown;
-use crate::stats::{StageMetrics, StatsRegistry};
+use crate::metrics::{StageMetrics, StatsRegistry, bottleneck_of};
 
 /// The part of a run not judged, while buffers fill.
 pub const WARMUP: Duration = Duration::from_millis(150);
@@ -436,7 +436,7 @@ impl Tuner {
     /// The knobs, the bottleneck's first, then by how long the pipeline waited on their
     /// stages; and the bottleneck's stage index.
     fn order(&self) -> (Vec<Arc<Knob>>, Option<usize>) {
-        let snapshot = self.stats.snapshot().stages;
+        let snapshot = self.stats.stage_stats().stages;
         let caused = |k: &Knob| {
             snapshot
                 .iter()
@@ -446,11 +446,7 @@ impl Tuner {
         };
         let mut knobs = self.tuner.knobs.lock().expect("knobs lock").clone();
         knobs.sort_by(|a, b| caused(b).total_cmp(&caused(a)));
-        let bottleneck = snapshot
-            .iter()
-            .filter(|s| s.caused_wait_seconds > 0.0)
-            .max_by(|a, b| a.caused_wait_seconds.total_cmp(&b.caused_wait_seconds))
-            .map(|s| s.index);
+        let bottleneck = bottleneck_of(&snapshot).map(|i| snapshot[i].index);
         (knobs, bottleneck)
     }
 
@@ -459,7 +455,7 @@ impl Tuner {
         if knob.kind != KnobKind::BufferSize {
             return (knob.min, knob.max, None);
         }
-        let snapshot = self.stats.snapshot().stages;
+        let snapshot = self.stats.stage_stats().stages;
         let Some(s) = snapshot.iter().find(|s| s.index == knob.stage_index) else {
             return (knob.min, knob.max, None);
         };
@@ -656,7 +652,7 @@ impl Tuner {
     /// The busy fraction of the knob's stage's threads so far.
     fn busy_fraction(&self, knob: &Knob) -> Option<f64> {
         self.stats
-            .snapshot()
+            .stage_stats()
             .stages
             .iter()
             .find(|s| s.index == knob.stage_index)

@@ -3,16 +3,17 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::autotune::Learned;
+use crate::autotune::{Autotuner, Learned};
 use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::metrics::StatsRegistry;
 use crate::optimize::{Optimized, Optimizer};
 use crate::options::Options;
 use crate::plan::{self, PlanNode};
 use crate::run::PipelineIter;
 use crate::stage::Stage;
-use crate::stats::{PipelineStats, StatsRegistry};
+use crate::stats::PipelineStats;
 
 /// A pipeline definition: the plan of its stages as written, and its options. Cheap to
 /// clone (shared), immutable; builder methods return new datasets that append a stage.
@@ -32,7 +33,8 @@ pub struct Dataset {
 pub(crate) struct RunState {
     epoch: AtomicU64,
     seed: Mutex<Option<u64>>,
-    pub(crate) last: Mutex<Option<Arc<StatsRegistry>>>,
+    /// The latest run's statistics and tuner.
+    pub(crate) last: Mutex<Option<(Arc<StatsRegistry>, Arc<Autotuner>)>>,
     /// What autotune ended the previous run with: where the next one starts.
     pub(crate) learned: Mutex<Learned>,
     /// The plan that runs, made on first use.
@@ -241,7 +243,7 @@ impl Dataset {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
-            .map(|s| s.snapshot())
+            .map(|(stats, tuner)| PipelineStats::of(stats, Some(tuner)))
     }
 
     /// Runs one epoch and collects its elements (stops at the first error).

@@ -1,163 +1,14 @@
-//! Per-stage statistics and the bottleneck report.
+//! Statistics of a pipeline run: per stage, the bottleneck, what autotune did, and the
+//! report `sluice run` prints. The live counters behind them are in [`crate::metrics`].
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::autotune::{Autotuner, Decision, KnobKind};
-
-/// Live counters of one running stage. Cheap to update from any thread (relaxed atomics).
-#[derive(Debug, Default)]
-pub struct StageMetrics {
-    elements_in: AtomicU64,
-    elements_out: AtomicU64,
-    bytes_out: AtomicU64,
-    busy_ns: AtomicU64,
-    wait_upstream_ns: AtomicU64,
-    wait_downstream_ns: AtomicU64,
-    consumer_wait_ns: AtomicU64,
-    buffer_len: AtomicU64,
-    buffer_capacity: AtomicU64,
-    buffer_samples: AtomicU64,
-    buffer_sum: AtomicU64,
-    workers: AtomicU64,
-    row_threads: AtomicU64,
-    skipped: AtomicU64,
-    counts_own_inputs: AtomicBool,
-}
-
-impl StageMetrics {
-    /// Counts elements a source read from outside the pipeline (stages with inputs are
-    /// credited with their inputs' output automatically, unless they
-    /// [count their own inputs](Self::set_counts_own_inputs)).
-    pub fn add_in(&self, n: u64) {
-        self.elements_in.fetch_add(n, Relaxed);
-    }
-    /// Makes the stage's `in` count only what it counts with [`add_in`](Self::add_in), not
-    /// its inputs' output: a stage reading the records of a file list (`tfrecord`,
-    /// `interleave`) takes in records, not file names.
-    pub fn set_counts_own_inputs(&self) {
-        self.counts_own_inputs.store(true, Relaxed);
-    }
-    /// Counts an element handed downstream, of `bytes` bytes.
-    pub fn add_out(&self, bytes: u64) {
-        self.elements_out.fetch_add(1, Relaxed);
-        self.bytes_out.fetch_add(bytes, Relaxed);
-    }
-    /// Counts `n` elements handed downstream, of `bytes` bytes in all.
-    pub fn add_out_many(&self, n: u64, bytes: u64) {
-        if n > 0 {
-            self.elements_out.fetch_add(n, Relaxed);
-            self.bytes_out.fetch_add(bytes, Relaxed);
-        }
-    }
-    /// Adds time spent doing the stage's own work.
-    pub fn add_busy(&self, d: Duration) {
-        if d.is_zero() {
-            return;
-        }
-        self.busy_ns.fetch_add(d.as_nanos() as u64, Relaxed);
-    }
-    /// Adds time spent blocked waiting for upstream.
-    pub fn add_wait_upstream(&self, d: Duration) {
-        self.wait_upstream_ns
-            .fetch_add(d.as_nanos() as u64, Relaxed);
-    }
-    /// Adds time spent blocked because the output buffer was full.
-    pub fn add_wait_downstream(&self, d: Duration) {
-        self.wait_downstream_ns
-            .fetch_add(d.as_nanos() as u64, Relaxed);
-    }
-    /// Adds time the consumer spent blocked in this stage's `next` (excluding time inside
-    /// upstream stages called on the same thread).
-    pub fn add_consumer_wait(&self, d: Duration) {
-        self.consumer_wait_ns
-            .fetch_add(d.as_nanos() as u64, Relaxed);
-    }
-    /// Records the output buffer's occupancy.
-    pub fn sample_buffer(&self, len: usize, capacity: usize) {
-        self.buffer_len.store(len as u64, Relaxed);
-        self.buffer_capacity.store(capacity as u64, Relaxed);
-        self.buffer_samples.fetch_add(1, Relaxed);
-        self.buffer_sum.fetch_add(len as u64, Relaxed);
-    }
-    /// Buffer occupancy samples so far: (samples, sum of occupancies, capacity at the last).
-    pub fn buffer_samples(&self) -> (u64, u64, u64) {
-        (
-            self.buffer_samples.load(Relaxed),
-            self.buffer_sum.load(Relaxed),
-            self.buffer_capacity.load(Relaxed),
-        )
-    }
-    /// Sets the number of worker threads.
-    pub fn set_workers(&self, n: usize) {
-        self.workers.store(n as u64, Relaxed);
-    }
-    /// Records that the stage runs the rows of its batches on the run's `n` row threads
-    /// (`image_ops` on batches, and fused with `batch`).
-    pub fn set_row_threads(&self, n: usize) {
-        self.row_threads.store(n as u64, Relaxed);
-    }
-    /// Counts an element skipped under the skip error policy.
-    pub fn add_skipped(&self, n: u64) {
-        self.skipped.fetch_add(n, Relaxed);
-    }
-}
-
-/// A snapshot of one stage's statistics.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct StageStats {
-    /// Index of the stage in the pipeline (sources first).
-    pub index: usize,
-    /// The stage's kind, e.g. `map` or `tfrecord`.
-    pub name: String,
-    /// Elements taken from upstream; for `tfrecord` and `interleave`, the records read from
-    /// their files (not the file names of their input).
-    pub elements_in: u64,
-    /// Elements handed downstream.
-    pub elements_out: u64,
-    /// Bytes of the elements handed downstream.
-    pub bytes_out: u64,
-    /// Time doing the stage's own work, summed over its threads.
-    pub busy_seconds: f64,
-    /// Time blocked waiting on upstream, summed over its threads.
-    pub wait_upstream_seconds: f64,
-    /// Time blocked on a full output buffer (the consumer is slower), summed over threads.
-    pub wait_downstream_seconds: f64,
-    /// Time the stage's consumer spent waiting on this stage (its own work or its buffer).
-    pub consumer_wait_seconds: f64,
-    /// The share of all waiting in the pipeline that this stage causes: its consumer's
-    /// waits on it, plus waits passed down to it by the stages above whose workers were
-    /// themselves starved by it. The bottleneck is the stage with the most.
-    pub caused_wait_seconds: f64,
-    /// Worker threads (0: runs on its consumer's thread).
-    pub workers: u64,
-    /// The run's row threads the stage runs its batches' rows on (0: none). While it
-    /// works they all do, so its busy time is theirs too: `busy_fraction` is the share of
-    /// the wall time they were at work.
-    pub row_threads: u64,
-    /// Busy time as a fraction of the wall time available to the stage's threads.
-    pub busy_fraction: f64,
-    /// Output buffer: last occupancy, capacity and mean occupancy (0 without a buffer).
-    pub buffer_len: u64,
-    /// See `buffer_len`.
-    pub buffer_capacity: u64,
-    /// See `buffer_len`.
-    pub buffer_mean: f64,
-    /// Elements skipped under the skip error policy.
-    pub skipped: u64,
-}
-
-impl StageStats {
-    /// The threads doing the stage's work: its workers, or the row threads its batches'
-    /// rows run on (0: it runs on its consumer's thread alone).
-    pub fn threads(&self) -> u64 {
-        self.workers.max(self.row_threads)
-    }
-}
+use crate::metrics::StatsRegistry;
+pub use crate::metrics::{StageMetrics, StageStats, bottleneck_of};
 
 /// Statistics of a pipeline run (the latest iteration of a dataset).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -179,6 +30,84 @@ pub struct PipelineStats {
 }
 
 impl PipelineStats {
+    /// The statistics of a run now: its stages' (from `registry`) and what `tuner` did.
+    pub(crate) fn of(registry: &StatsRegistry, tuner: Option<&Autotuner>) -> PipelineStats {
+        let snapshot = registry.stage_stats();
+        PipelineStats {
+            wall_seconds: snapshot.wall_seconds,
+            elements: registry.produced_count(),
+            skipped: snapshot.stages.iter().map(|s| s.skipped).sum(),
+            stages: snapshot.stages,
+            bottleneck: snapshot.bottleneck,
+            autotune: tuner.map(|t| t.decisions()).unwrap_or_default(),
+            tuned: tuner.map(|t| t.values()).unwrap_or_default(),
+        }
+    }
+
+    /// The statistics of several epochs (or runs) as one: counts and times summed per
+    /// stage, the busy fraction over the total wall time, the bottleneck the stage waited
+    /// on most in all, autotune's decisions timed from the start of the first.
+    pub fn merge(epochs: &[PipelineStats]) -> PipelineStats {
+        if let [one] = epochs {
+            return one.clone();
+        }
+        let wall: f64 = epochs.iter().map(|e| e.wall_seconds).sum();
+        let mut stages: BTreeMap<usize, (StageStats, f64, u64)> = BTreeMap::new();
+        for s in epochs.iter().flat_map(|e| &e.stages) {
+            let (m, mean_sum, n) = stages
+                .entry(s.index)
+                .or_insert_with(|| (StageStats::empty(s.index, &s.name), 0.0, 0));
+            m.elements_in += s.elements_in;
+            m.elements_out += s.elements_out;
+            m.bytes_out += s.bytes_out;
+            m.busy_seconds += s.busy_seconds;
+            m.wait_upstream_seconds += s.wait_upstream_seconds;
+            m.wait_downstream_seconds += s.wait_downstream_seconds;
+            m.consumer_wait_seconds += s.consumer_wait_seconds;
+            m.caused_wait_seconds += s.caused_wait_seconds;
+            m.workers = m.workers.max(s.workers);
+            m.row_threads = m.row_threads.max(s.row_threads);
+            m.buffer_len = s.buffer_len;
+            m.buffer_capacity = m.buffer_capacity.max(s.buffer_capacity);
+            m.skipped += s.skipped;
+            *mean_sum += s.buffer_mean;
+            *n += 1;
+        }
+        let stages: Vec<StageStats> = stages
+            .into_values()
+            .map(|(mut s, mean_sum, n)| {
+                s.buffer_mean = mean_sum / n.max(1) as f64;
+                s.busy_fraction = if wall > 0.0 {
+                    (s.busy_seconds / (wall * s.workers.max(1) as f64)).min(1.0)
+                } else {
+                    0.0
+                };
+                s
+            })
+            .collect();
+        PipelineStats {
+            wall_seconds: wall,
+            elements: epochs.iter().map(|e| e.elements).sum(),
+            skipped: stages.iter().map(|s| s.skipped).sum(),
+            bottleneck: bottleneck_of(&stages),
+            stages,
+            autotune: epochs
+                .iter()
+                .scan(0.0, |start, e| {
+                    let offset = *start;
+                    *start += e.wall_seconds;
+                    Some(e.autotune.iter().map(move |d| {
+                        let mut d = d.clone();
+                        d.at_seconds += offset;
+                        d
+                    }))
+                })
+                .flatten()
+                .collect(),
+            tuned: epochs.last().map(|e| e.tuned.clone()).unwrap_or_default(),
+        }
+    }
+
     /// The stage that limits throughput: the one whose consumers wait on it most
     /// (see [`StageStats::caused_wait_seconds`]).
     pub fn bottleneck(&self) -> Option<&StageStats> {
@@ -281,205 +210,50 @@ impl PipelineStats {
     }
 }
 
-/// A registered stage: (index, name, indices of its inputs, metrics).
-type Registered = (usize, String, Vec<usize>, Arc<StageMetrics>);
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The registry of a running pipeline's stages.
-#[derive(Debug)]
-pub(crate) struct StatsRegistry {
-    started: Instant,
-    stages: std::sync::Mutex<Vec<Registered>>,
-    produced: AtomicU64,
-    autotune: std::sync::OnceLock<Arc<Autotuner>>,
-}
-
-impl StatsRegistry {
-    pub(crate) fn new() -> Self {
-        StatsRegistry {
-            started: Instant::now(),
-            stages: Default::default(),
-            produced: AtomicU64::new(0),
-            autotune: std::sync::OnceLock::new(),
+    fn stage(index: usize, busy: f64, caused: f64) -> StageStats {
+        StageStats {
+            elements_in: 10,
+            elements_out: 10,
+            busy_seconds: busy,
+            caused_wait_seconds: caused,
+            workers: 1,
+            skipped: 1,
+            ..StageStats::empty(index, &format!("s{index}"))
         }
     }
 
-    /// Makes snapshots report `tuner`'s decisions.
-    pub(crate) fn set_autotuner(&self, tuner: Arc<Autotuner>) {
-        let _ = self.autotune.set(tuner);
-    }
-
-    /// The most elements any stage has handed out so far.
-    pub(crate) fn max_elements_out(&self) -> u64 {
-        self.stages
-            .lock()
-            .expect("stats lock")
-            .iter()
-            .map(|s| s.3.elements_out.load(Relaxed))
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// The stage to count progress at: the one nearest the output among those that hand
-    /// out at least half as many elements as the busiest (so not a batch count, which is
-    /// too coarse to time, nor a reader far upstream, whose read-ahead makes it bursty).
-    pub(crate) fn progress_stage(&self) -> Option<usize> {
-        let stages = self.stages.lock().expect("stats lock");
-        let most = stages
-            .iter()
-            .map(|s| s.3.elements_out.load(Relaxed))
-            .max()?;
-        stages
-            .iter()
-            .filter(|s| s.3.elements_out.load(Relaxed) * 2 >= most)
-            .map(|s| s.0)
-            .max()
-    }
-
-    /// Elements stage `index` has handed out so far.
-    pub(crate) fn elements_out_of(&self, index: usize) -> u64 {
-        self.stages
-            .lock()
-            .expect("stats lock")
-            .iter()
-            .find(|s| s.0 == index)
-            .map_or(0, |s| s.3.elements_out.load(Relaxed))
-    }
-
-    pub(crate) fn register(
-        &self,
-        index: usize,
-        name: &str,
-        inputs: Vec<usize>,
-    ) -> Arc<StageMetrics> {
-        let m = Arc::new(StageMetrics::default());
-        let mut stages = self.stages.lock().expect("stats lock");
-        // A stage re-opened (by repeat) keeps accumulating into the same metrics.
-        if let Some((_, _, _, existing)) = stages.iter().find(|(i, _, _, _)| *i == index) {
-            return Arc::clone(existing);
-        }
-        stages.push((index, name.to_string(), inputs, Arc::clone(&m)));
-        m
-    }
-
-    pub(crate) fn produced(&self) {
-        self.produced.fetch_add(1, Relaxed);
-    }
-
-    pub(crate) fn snapshot(&self) -> PipelineStats {
-        let wall = self.started.elapsed().as_secs_f64();
-        let stages = self.stages.lock().expect("stats lock");
-        let mut out: Vec<StageStats> = stages
-            .iter()
-            .map(|(index, name, inputs, m)| {
-                let secs = |a: &AtomicU64| a.load(Relaxed) as f64 / 1e9;
-                let workers = m.workers.load(Relaxed);
-                let busy = secs(&m.busy_ns);
-                let samples = m.buffer_samples.load(Relaxed);
-                StageStats {
-                    index: *index,
-                    name: name.clone(),
-                    elements_in: m.elements_in.load(Relaxed)
-                        + if m.counts_own_inputs.load(Relaxed) {
-                            0
-                        } else {
-                            inputs
-                                .iter()
-                                .filter_map(|i| stages.iter().find(|s| s.0 == *i))
-                                .map(|s| s.3.elements_out.load(Relaxed))
-                                .sum::<u64>()
-                        },
-                    elements_out: m.elements_out.load(Relaxed),
-                    bytes_out: m.bytes_out.load(Relaxed),
-                    busy_seconds: busy,
-                    wait_upstream_seconds: secs(&m.wait_upstream_ns),
-                    wait_downstream_seconds: secs(&m.wait_downstream_ns),
-                    consumer_wait_seconds: secs(&m.consumer_wait_ns),
-                    caused_wait_seconds: 0.0,
-                    workers,
-                    row_threads: m.row_threads.load(Relaxed),
-                    busy_fraction: if wall > 0.0 {
-                        (busy / (wall * workers.max(1) as f64)).min(1.0)
-                    } else {
-                        0.0
-                    },
-                    buffer_len: m.buffer_len.load(Relaxed),
-                    buffer_capacity: m.buffer_capacity.load(Relaxed),
-                    buffer_mean: if samples > 0 {
-                        m.buffer_sum.load(Relaxed) as f64 / samples as f64
-                    } else {
-                        0.0
-                    },
-                    skipped: m.skipped.load(Relaxed),
-                }
-            })
-            .collect();
-        out.sort_by_key(|s| s.index);
-        let bottleneck = attribute_waits(&mut out, &stages);
-        PipelineStats {
-            wall_seconds: wall,
-            elements: self.produced.load(Relaxed),
-            skipped: out.iter().map(|s| s.skipped).sum(),
-            stages: out,
-            bottleneck,
-            autotune: self
-                .autotune
-                .get()
-                .map(|t| t.decisions())
-                .unwrap_or_default(),
-            tuned: self.autotune.get().map(|t| t.values()).unwrap_or_default(),
-        }
-    }
-}
-
-/// Attributes the consumers' waiting to the stages that cause it and returns the position
-/// (in `out`) of the stage causing the most.
-///
-/// A stage that runs on its consumer's thread causes the time measured inside it (upstream
-/// time excluded). A stage with worker threads (a buffer) causes the share of the waits on
-/// it during which its workers were working; the share during which they were waiting on
-/// their own input is passed down to that input, which is the true cause.
-///
-/// Waits passed down to an inline stage are split the same way, by its own time against the
-/// time spent in the stages it called: a worker thread (prefetch's) blocked in an inline
-/// `batch` was mostly blocked in the stage below it, not in `batch`'s own work. (Its own
-/// consumer's waits are not split again: they exclude upstream time already.)
-fn attribute_waits(out: &mut [StageStats], stages: &[Registered]) -> Option<usize> {
-    let indices: Vec<usize> = out.iter().map(|s| s.index).collect();
-    let pos = |index: usize| indices.iter().position(|&i| i == index);
-    // Waits passed down to each stage by the stages that consume it.
-    let mut received = vec![0.0; out.len()];
-    // Consumers have higher indices than their inputs: walk from the top down, so that a
-    // stage has received everything before it passes its share on.
-    let mut order: Vec<usize> = (0..out.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(out[i].index));
-    for i in order {
-        let s = &out[i];
-        let inputs: Vec<usize> = stages
-            .iter()
-            .find(|r| r.0 == s.index)
-            .map(|r| r.2.iter().filter_map(|&x| pos(x)).collect())
-            .unwrap_or_default();
-        let own = s.consumer_wait_seconds;
-        let splittable = if s.workers > 0 {
-            own + received[i]
-        } else {
-            received[i]
+    #[test]
+    fn epochs_merge_into_sums_and_the_overall_bottleneck() {
+        let e1 = PipelineStats {
+            wall_seconds: 1.0,
+            elements: 5,
+            skipped: 2,
+            stages: vec![stage(0, 0.5, 0.1), stage(1, 0.2, 0.3)],
+            bottleneck: Some(1),
+            autotune: vec![],
+            tuned: vec![],
         };
-        let total = s.busy_seconds + s.wait_upstream_seconds;
-        let starved = if total > 0.0 && !inputs.is_empty() {
-            s.wait_upstream_seconds / total
-        } else {
-            0.0
+        // A second epoch served from a cache: stage 0 is not run.
+        let e2 = PipelineStats {
+            wall_seconds: 1.0,
+            elements: 5,
+            skipped: 1,
+            stages: vec![stage(1, 0.1, 0.0)],
+            bottleneck: None,
+            autotune: vec![],
+            tuned: vec![],
         };
-        let passed = splittable * starved;
-        out[i].caused_wait_seconds = own + received[i] - passed;
-        for &j in &inputs {
-            received[j] += passed / inputs.len() as f64;
-        }
+        let m = PipelineStats::merge(&[e1, e2]);
+        assert_eq!(m.elements, 10);
+        assert_eq!(m.skipped, 3);
+        assert_eq!(m.stages.len(), 2);
+        assert_eq!(m.stages[1].elements_out, 20);
+        assert!((m.stages[1].busy_seconds - 0.3).abs() < 1e-12);
+        assert!((m.stages[0].busy_fraction - 0.25).abs() < 1e-12);
+        assert_eq!(m.bottleneck().map(|s| s.name.as_str()), Some("s1"));
     }
-    out.iter()
-        .enumerate()
-        .filter(|(_, s)| s.caused_wait_seconds > 0.0)
-        .max_by(|(_, a), (_, b)| a.caused_wait_seconds.total_cmp(&b.caused_wait_seconds))
-        .map(|(i, _)| i)
 }

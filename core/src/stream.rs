@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::element::Element;
 use crate::error::Result;
-use crate::stats::StageMetrics;
+use crate::metrics::StageMetrics;
 
 /// A running stage: yields elements (or errors, which travel down the stream) until `None`.
 ///

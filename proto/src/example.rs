@@ -122,3 +122,43 @@ mod tests {
         assert!(failures.is_empty(), "{failures:x?}");
     }
 }
+
+impl Feature {
+    /// A feature holding `values` as an `Int64List`.
+    pub fn int64s(values: impl IntoIterator<Item = i64>) -> Feature {
+        Feature {
+            kind: Some(feature::Kind::Int64List(Int64List {
+                value: values.into_iter().collect(),
+            })),
+        }
+    }
+
+    /// A feature holding `values` as a `FloatList`.
+    pub fn floats(values: impl IntoIterator<Item = f32>) -> Feature {
+        Feature {
+            kind: Some(feature::Kind::FloatList(FloatList {
+                value: values.into_iter().collect(),
+            })),
+        }
+    }
+
+    /// A feature holding `values` as a `BytesList`.
+    pub fn bytes_list(values: impl IntoIterator<Item = bytes::Bytes>) -> Feature {
+        Feature {
+            kind: Some(feature::Kind::BytesList(BytesList {
+                value: values.into_iter().collect(),
+            })),
+        }
+    }
+}
+
+impl Example {
+    /// An Example with these features, by name.
+    pub fn from_features(features: impl IntoIterator<Item = (String, Feature)>) -> Example {
+        Example {
+            features: Some(Features {
+                feature: features.into_iter().collect(),
+            }),
+        }
+    }
+}

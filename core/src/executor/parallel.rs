@@ -446,9 +446,9 @@ mod tests {
     use super::*;
     use crate::autotune::{Autotuner, KnobKind, Learned};
     use crate::executor::shutdown::Shutdown;
+    use crate::metrics::{StageMetrics, StatsRegistry};
     use crate::options::Options;
     use crate::run::RunShared;
-    use crate::stats::{StageMetrics, StatsRegistry};
     use crate::stream::IterStream;
     use crate::tensor::Tensor;
 

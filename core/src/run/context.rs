@@ -7,10 +7,10 @@ use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::shutdown::Shutdown;
+use crate::metrics::StageMetrics;
 use crate::options::{ErrorPolicy, Options};
 use crate::parallelism::NumParallel;
 use crate::rng::{ElementRng, StreamKey};
-use crate::stats::StageMetrics;
 use crate::stream::BoxStream;
 
 use super::RunShared;

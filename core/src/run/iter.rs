@@ -8,8 +8,9 @@ use crate::dataset::{Dataset, RunState};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::shutdown::{Shutdown, ShutdownTrigger};
+use crate::metrics::StatsRegistry;
 use crate::plan::{self, PlanNode};
-use crate::stats::{PipelineStats, StatsRegistry};
+use crate::stats::PipelineStats;
 use crate::stream::BoxStream;
 
 use super::{RunShared, build_node};
@@ -52,7 +53,6 @@ impl PipelineIter {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let autotune = Autotuner::new(learned, options.ram_budget_bytes, &stats, shutdown.clone());
-        stats.set_autotuner(Arc::clone(&autotune));
         let shared = Arc::new(RunShared {
             seed,
             options,
@@ -62,7 +62,8 @@ impl PipelineIter {
             indices: optimized.numbers.as_ref().clone(),
             rows: Default::default(),
         });
-        *state.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&stats));
+        *state.last.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((Arc::clone(&stats), Arc::clone(&autotune)));
         let mut iter = PipelineIter {
             stream: None,
             stats,
@@ -90,7 +91,7 @@ impl PipelineIter {
 
     /// Statistics of this run so far.
     pub fn stats(&self) -> PipelineStats {
-        self.stats.snapshot()
+        PipelineStats::of(&self.stats, Some(&self.autotune))
     }
 
     /// Where this iteration is: a small [`Checkpoint`] (seed, epoch, elements yielded,

@@ -19,10 +19,10 @@ pub use iter::PipelineIter;
 use crate::autotune::Autotuner;
 use crate::error::{Error, Result};
 use crate::executor::shutdown::Shutdown;
+use crate::metrics::StatsRegistry;
 use crate::options::{ErrorPolicy, Options};
 use crate::plan::{self, PlanNode};
 use crate::stage::Stage;
-use crate::stats::StatsRegistry;
 use crate::stream::{BoxStream, Instrumented};
 
 pub(crate) use crate::plan::number;

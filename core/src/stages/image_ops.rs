@@ -17,13 +17,13 @@ use crate::element::{Element, ElementId, Value};
 use crate::error::{Error, Result};
 use crate::executor::parallel::WorkFn;
 use crate::image::{PointChain, PointLoad, PointOp, color, decode, geometry};
+use crate::metrics::StageMetrics;
 use crate::parallelism::NumParallel;
 use crate::params::Params;
 use crate::rng::{ElementRng, StreamKey};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stages::map::{MapSpec, run_elementwise};
-use crate::stats::StageMetrics;
 use crate::stream::BoxStream;
 use crate::tensor::{DType, Tensor, TensorData};
 
