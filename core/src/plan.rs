@@ -136,6 +136,34 @@ fn fingerprint(node: &PlanNode, resume: bool) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether `node`'s elements name files (a file list, possibly sharded, shuffled, taken
+/// from, skipped into or repeated): what a file reader needs as its input.
+pub fn yields_file_names(node: &PlanNode) -> bool {
+    match node.stage().name() {
+        "files" => true,
+        "shard" | "shuffle" | "take" | "skip" | "repeat" => {
+            node.inputs().first().is_some_and(|i| yields_file_names(i))
+        }
+        _ => false,
+    }
+}
+
+/// The check of a stage that reads the files its input names (see [`yields_file_names`]).
+pub(crate) fn check_file_list_input(kind: &str, inputs: &[Arc<PlanNode>]) -> Result<(), String> {
+    match inputs {
+        [input] if yields_file_names(input) => Ok(()),
+        [input] => Err(format!(
+            "{kind} reads the files its input names (a file list, such as Dataset::files); \
+             its input here is `{}`",
+            input.stage().display_name()
+        )),
+        _ => Err(format!(
+            "{kind} takes one input, a file list, got {}",
+            inputs.len()
+        )),
+    }
+}
+
 /// Stage numbers: inputs before the stages that consume them (post-order), a shared node
 /// once. Keyed by [`PlanNode::key`].
 pub(crate) fn number(root: &Arc<PlanNode>) -> HashMap<usize, usize> {
@@ -212,4 +240,39 @@ pub(crate) fn render(root: &Arc<PlanNode>, numbers: Option<&HashMap<usize, usize
     let mut out = String::new();
     walk(root, numbers, "", "", &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::prelude::*;
+
+    #[test]
+    fn a_file_reader_over_something_else_is_refused_when_built() {
+        let d = Dataset::range(0, 3).read_tfrecord(TfRecordSpec::default());
+        let err = d.iter().unwrap_err().to_string();
+        assert!(
+            err.contains("tfrecord#1") && err.contains("its input here is `range`"),
+            "{err}"
+        );
+        // A sharded, shuffled file list is still a file list.
+        let files = Dataset::file_list(vec!["a".into(), "b".into()]);
+        let ok = files
+            .shard(2, 0)
+            .shuffle(2)
+            .read_tfrecord(TfRecordSpec::default());
+        assert!(ok.explain().is_ok());
+    }
+
+    #[test]
+    fn fingerprints_follow_parameters_not_tuning() {
+        let a = Dataset::range(0, 8).batch_with(BatchSpec::new(2).num_parallel(2));
+        let b = Dataset::range(0, 8).batch_with(BatchSpec::new(2).num_parallel(1));
+        let c = Dataset::range(0, 8).batch(4);
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.resume_fingerprint(), b.resume_fingerprint());
+        assert_ne!(a.resume_fingerprint(), c.resume_fingerprint());
+        // Built the same way twice: the same fingerprint (structure, not addresses).
+        let again = Dataset::range(0, 8).batch_with(BatchSpec::new(2).num_parallel(2));
+        assert_eq!(a.fingerprint(), again.fingerprint());
+    }
 }

@@ -281,6 +281,13 @@ impl Stage for GlobalShuffleStage {
         Ok((Box::new(stream), skipped))
     }
 
+    fn check_inputs(
+        &self,
+        inputs: &[Arc<crate::plan::PlanNode>],
+    ) -> std::result::Result<(), String> {
+        crate::plan::check_file_list_input("global_shuffle", inputs)
+    }
+
     fn shards_by_input(&self) -> bool {
         true
     }

@@ -166,6 +166,13 @@ impl Stage for TfRecordSpec {
         Ok(())
     }
 
+    fn check_inputs(
+        &self,
+        inputs: &[Arc<crate::plan::PlanNode>],
+    ) -> std::result::Result<(), String> {
+        crate::plan::check_file_list_input("tfrecord", inputs)
+    }
+
     fn file_reader(&self) -> Option<OpenFn> {
         let spec = self.clone();
         Some(Arc::new(move |file: &Element| {
