@@ -58,8 +58,9 @@ use crate::element::{Element, Value};
 use crate::error::{Error, Result};
 use crate::tensor::TensorData;
 
-/// The checkpoint format's version; a checkpoint of another version is refused.
-pub const CHECKPOINT_VERSION: u32 = 1;
+/// The checkpoint format's version; a checkpoint of another version is refused. Version 2:
+/// fingerprints hash each stage's structured parameters (version 1 hashed `Debug` text).
+pub const CHECKPOINT_VERSION: u32 = 2;
 
 /// Where an iteration of a pipeline is (see the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
