@@ -5,7 +5,7 @@
 //!
 //! # fn main() -> sluice_core::Result<()> {
 //! // Read TFRecord shards four files at a time, shuffle, parse, map in parallel, batch.
-//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/tfrecord");
+//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord");
 //! let dataset = Dataset::tfrecord([format!("{fixtures}/images.tfrecord-*")])?
 //!     .interleave(InterleaveSpec::new(4).num_parallel(2))
 //!     .shuffle(16)
