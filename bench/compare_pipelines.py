@@ -5,7 +5,7 @@ Usage: python3 bench/compare_pipelines.py DATA_DIR VENV_PYTHON [--runs 5] [PIPEL
 
 DATA_DIR holds train.tfrecord-* (make it with `tfdata_baseline.py gen DATA_DIR`); VENV_PYTHON
 is the python of a venv with tensorflow-cpu. PIPELINEs (default: read parse cache2) are those of
-../shared/bench/tfdata_baseline.py; Sluice's versions are in core/benches/pipelines.rs. Each
+bench/tfdata_baseline.py; Sluice's versions are in core/benches/pipelines.rs. Each
 side runs RUNS times, alternating, and the best and median records/s are printed. For cache2 the
 figure is the second epoch (served from the cache), as tfdata_baseline.py reports it.
 """
@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BASELINE = os.environ.get("TFDATA_BASELINE", os.path.join(REPO, "..", "shared", "bench", "tfdata_baseline.py"))
+BASELINE = os.environ.get("TFDATA_BASELINE", os.path.join(REPO, "bench", "tfdata_baseline.py"))
 
 
 def sluice_bench_binary():

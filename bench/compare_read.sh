@@ -8,8 +8,8 @@
 #   VENV_PYTHON  the python of a venv with tensorflow-cpu (e.g. /work/.venv-tf/bin/python)
 #   RUNS         runs of each side (default 5)
 #
-# Environment: TFDATA_BASELINE, the tf.data script (default ../shared/bench/tfdata_baseline.py
-# beside the repository); CARGO_TARGET_DIR is honoured.
+# Environment: TFDATA_BASELINE, the tf.data script (default bench/tfdata_baseline.py in this
+# repository); CARGO_TARGET_DIR is honoured.
 #
 # Both sides read warm page cache (the files are read once first). What is measured:
 #
@@ -35,7 +35,7 @@ DATA=$(realpath -m "$1")
 PY=$2
 RUNS=${3:-5}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BASELINE=${TFDATA_BASELINE:-$REPO/../shared/bench/tfdata_baseline.py}
+BASELINE=${TFDATA_BASELINE:-$REPO/bench/tfdata_baseline.py}
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
 SLUICE=$TARGET/release/sluice
 

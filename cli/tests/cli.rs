@@ -1,5 +1,5 @@
 //! The `sluice` command against the TensorFlow-written fixtures in
-//! `../shared/fixtures/tfrecord/` (see its `MANIFEST.json`).
+//! `tests/fixtures/tfrecord/` (see its `MANIFEST.json`).
 
 use std::io::Read;
 use std::process::Stdio;
@@ -11,10 +11,7 @@ use sha2::{Digest, Sha256};
 use sluice_proto::tfrecord::{Compression, TfRecordWriter};
 use sluice_proto::{Example, TfMessage};
 
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/fixtures/tfrecord"
-);
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord");
 
 fn fixture(name: &str) -> String {
     format!("{FIXTURES}/{name}")

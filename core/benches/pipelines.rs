@@ -1,10 +1,10 @@
-//! The reference pipelines of `../shared/bench/tfdata_baseline.py`, in Sluice, on the same
+//! The reference pipelines of `bench/tfdata_baseline.py`, in Sluice, on the same
 //! files, printing the same JSON, to compare side by side.
 //!
 //! ```sh
-//! python ../shared/bench/tfdata_baseline.py gen DIR          # 16 shards x 256 JPEG Examples
+//! python bench/tfdata_baseline.py gen DIR          # 16 shards x 256 JPEG Examples
 //! cargo bench -p sluice-core --bench pipelines -- DIR read parse cache2
-//! python ../shared/bench/tfdata_baseline.py run DIR parse    # tf.data, same files
+//! python bench/tfdata_baseline.py run DIR parse    # tf.data, same files
 //! ```
 //!
 //! - `read`: interleave 4 -> repeat 10 -> batch 256 (records/s, MB/s)

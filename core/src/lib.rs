@@ -5,7 +5,7 @@
 //!
 //! # fn main() -> sluice_core::Result<()> {
 //! // Read TFRecord shards four files at a time, shuffle, parse, map in parallel, batch.
-//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/tfrecord");
+//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord");
 //! let dataset = Dataset::tfrecord([format!("{fixtures}/images.tfrecord-*")])?
 //!     .interleave(InterleaveSpec::new(4).num_parallel(2))
 //!     .shuffle(16)
@@ -44,8 +44,10 @@
 //!   runs, within the CPU and RAM budgets of [`Options`]; every decision is explained in the
 //!   stats.
 //! - [`pipeline_file`]: a whole pipeline as a TOML file ([`pipeline_file::PipelineFile`]).
-// One `unsafe` block: calling the AVX2 build of the point-chain kernel after checking the
-// CPU has AVX2 (core/src/image/pointwise.rs).
+// `unsafe` is allowed block by block, each with its `// SAFETY:` comment: calling the AVX2 and
+// AVX-512 builds of image kernels after checking the CPU has the features
+// (core/src/image/pointwise.rs, channel_sums.rs), and `madvise` on pool buffers
+// (core/src/pool.rs).
 #![deny(unsafe_code)]
 
 pub mod autotune;

@@ -13,7 +13,7 @@ use sluice_core::sources::record_index::{self, INDEX_SUFFIX, IndexOptions, Index
 use sluice_core::{Dataset, Element, ElementId, Error, ErrorPolicy, NumParallel, Options};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/tfrecord")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tfrecord")
 }
 
 fn write_shard(path: &Path, records: &[Vec<u8>]) {
@@ -105,7 +105,7 @@ fn the_fixtures_match_the_sequential_reader_and_the_seed_fixes_the_order() {
             .unwrap(),
     );
     assert_eq!(sorted(a.clone()), expected);
-    // The fixtures' directory is read-only: the indexes went to `index_dir`.
+    // The indexes went to `index_dir`, not beside the fixtures (which stay as copied).
     let written = fs::read_dir(idx.path()).unwrap().count();
     assert_eq!(written, 4);
     // Same seed, same order (a new dataset: the first epoch again); another seed, another.

@@ -38,7 +38,7 @@ const JPEG_MEAN_TOLERANCE: f64 = 1.25;
 fn fixtures() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/tfrecord"
+        "/../tests/fixtures/tfrecord"
     ))
 }
 

@@ -7,7 +7,7 @@ use sluice_core::rng::StreamKey;
 fn shards() -> String {
     concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/tfrecord/images.tfrecord-*"
+        "/../tests/fixtures/tfrecord/images.tfrecord-*"
     )
     .to_string()
 }

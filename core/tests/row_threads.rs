@@ -19,7 +19,7 @@ fn row_threads() -> usize {
 fn a_batch_s_rows_use_cpu_budget_threads_that_end_with_the_run() {
     let shards = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/tfrecord/images.tfrecord-*"
+        "/../tests/fixtures/tfrecord/images.tfrecord-*"
     );
     for budget in [1, 3] {
         let ds = Dataset::tfrecord([shards])

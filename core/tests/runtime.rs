@@ -10,11 +10,7 @@ use sluice_core::proto::TfMessage;
 use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
 
 fn fixtures() -> String {
-    concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/tfrecord"
-    )
-    .to_string()
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord").to_string()
 }
 
 #[test]

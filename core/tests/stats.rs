@@ -182,7 +182,7 @@ fn large_elements_are_counted_as_they_pass() {
 fn image_ops_on_batches_reports_the_row_threads() {
     let shards = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/tfrecord/images.tfrecord-*"
+        "/../tests/fixtures/tfrecord/images.tfrecord-*"
     );
     let parsed = || {
         Dataset::tfrecord([shards])

@@ -82,7 +82,8 @@ unsafe fn copy_bytes(ptr: *const u8, len: usize) -> Vec<u8> {
     if ptr.is_null() || len == 0 {
         return Vec::new();
     }
-    // SAFETY: guaranteed by the caller.
+    // SAFETY: `ptr` is non-null (checked above) and the caller guarantees it is valid for
+    // `len` bytes; the bytes are copied before returning, so no borrow outlives the call.
     unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
 }
 
@@ -108,7 +109,9 @@ impl NativePlugin {
                 supported: ABI_VERSION,
             });
         }
-        // SAFETY: as above, types from ABI.md.
+        // SAFETY: `symbol`'s contract: each function pointer type below is the symbol's type
+        // as sdk/ABI.md declares it; the `*const ()` lookups only check that a required
+        // symbol exists and are never dereferenced or called.
         let (info_ptr, info_len, api) = unsafe {
             for name in symbols::REQUIRED {
                 symbol::<*const ()>(&lib, &path, name)?;
@@ -228,7 +231,9 @@ impl Instance for NativeInstance {
             let bytes: &[u8] = if len == 0 {
                 &[]
             } else {
-                // SAFETY: as above; non-null, `len` bytes.
+                // SAFETY: `ptr` is non-null (checked above) and, by the ABI, valid for `len`
+                // bytes until this instance's next call, which cannot happen while `bytes`
+                // lives (it is dropped when `output` returns, and `self` is borrowed mutably).
                 unsafe { std::slice::from_raw_parts(ptr, len) }
             };
             output(bytes);

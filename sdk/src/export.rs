@@ -97,7 +97,8 @@ impl<P: Plugin> Exports<P> {
     /// # Safety
     /// `config` must be valid for reads of `config_len` bytes during the call.
     pub unsafe fn init(&self, config: *const u8, config_len: usize) -> u32 {
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: this function's caller guarantees `config` is valid for `config_len` bytes
+        // during the call (`# Safety`), and `bytes` does not outlive the call.
         let bytes = unsafe { host_bytes(config, config_len) };
         let made = catch_unwind(AssertUnwindSafe(|| {
             let config = Config::from_bytes(bytes)?;
@@ -167,7 +168,8 @@ impl<P: Plugin> Exports<P> {
         };
         let mut guard = instance.lock().unwrap_or_else(PoisonError::into_inner);
         let instance = &mut *guard;
-        // SAFETY: forwarded from this function's contract.
+        // SAFETY: this function's caller guarantees `input` is valid for `input_len` bytes
+        // during the call (`# Safety`), and `input` does not outlive the call.
         let input = unsafe { host_bytes(input, input_len) };
         let seeds: &[u64] = if n_seeds == 0 || seeds.is_null() {
             &[]
@@ -441,7 +443,8 @@ mod tests {
     }
 
     fn text(ptr: *const u8, len: usize) -> String {
-        // SAFETY: test-only: pointers from the exports, read before any other call.
+        // SAFETY: the callers pass a buffer of the exports with its length (metadata or an
+        // error message), valid until the next call on its instance; it is copied at once.
         String::from_utf8(unsafe { host_bytes(ptr, len) }.to_vec()).unwrap()
     }
 
@@ -451,11 +454,11 @@ mod tests {
         let info: PluginInfo = serde_json::from_str(&text(E.info_ptr(), E.info_len())).unwrap();
         assert_eq!(info.name, "boom");
         let bad = br#"{"limt": 1}"#;
-        // SAFETY: valid buffers for the lengths given.
+        // SAFETY: `bad` is a live byte string of `bad.len()` bytes.
         assert_eq!(unsafe { E.init(bad.as_ptr(), bad.len()) }, 0);
         assert!(text(E.error_ptr(0), E.error_len(0)).contains("unknown key \"limt\""));
         let good = br#"{"limit": 5}"#;
-        // SAFETY: as above.
+        // SAFETY: `good` is a live byte string of `good.len()` bytes.
         let h = unsafe { E.init(good.as_ptr(), good.len()) };
         assert!(h >= 1);
         let seeds = [1u64];
@@ -465,12 +468,13 @@ mod tests {
             (11, status::PANIC),
         ] {
             let input = x(v);
-            // SAFETY: as above.
+            // SAFETY: `input` (its length given) and `seeds` (one aligned `u64`) are live.
             let code = unsafe { E.process(h, input.as_ptr(), input.len(), seeds.as_ptr(), 1) };
             assert_eq!(code, want, "value {v}");
             if code == status::OK {
                 let out = decode_batch(&{
-                    // SAFETY: as above.
+                    // SAFETY: `h`'s output buffer, with its length, is valid until `h`'s next
+                    // call; it is copied at once.
                     unsafe { host_bytes(E.output_ptr(h), E.output_len(h)) }.to_vec()
                 })
                 .unwrap();
@@ -482,12 +486,12 @@ mod tests {
         }
         // A damaged input is an error status, not a crash.
         let junk = [1u8, 2, 3];
-        // SAFETY: as above.
+        // SAFETY: `junk` (its length given) and `seeds` (one aligned `u64`) are live.
         let code = unsafe { E.process(h, junk.as_ptr(), junk.len(), seeds.as_ptr(), 1) };
         assert_eq!(code, status::INVALID_INPUT);
         E.destroy(h);
         let input = x(1);
-        // SAFETY: as above.
+        // SAFETY: `input` (its length given) and `seeds` (one aligned `u64`) are live.
         let code = unsafe { E.process(h, input.as_ptr(), input.len(), seeds.as_ptr(), 1) };
         assert_eq!(code, status::UNKNOWN_INSTANCE);
     }

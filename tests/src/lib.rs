@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-/// The TensorFlow-written fixtures in `../shared/fixtures/tfrecord/`, beside the repository.
+/// The TensorFlow-written fixtures in `tests/fixtures/tfrecord/` (see `tests/fixtures/README.md`).
 pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/tfrecord")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/tfrecord")
 }
 
 /// Path of one fixture file.

@@ -1,4 +1,4 @@
-//! Every TensorFlow-written fixture in `../shared/fixtures/tfrecord/`, read with Sluice and
+//! Every TensorFlow-written fixture in `tests/fixtures/tfrecord/`, read with Sluice and
 //! compared with what TensorFlow read back (`MANIFEST.json` and the `.json` expectations).
 
 use anyhow::{Context, Result, bail};

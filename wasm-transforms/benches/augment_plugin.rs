@@ -1,4 +1,4 @@
-//! The augment pipeline of `../shared/bench/tfdata_baseline.py` with one example
+//! The augment pipeline of `bench/tfdata_baseline.py` with one example
 //! augmentation added as a plugin, native or WASM, end to end on the same files:
 //!
 //! interleave 4 -> parse -> image_ops(decode, random crop 224, random flip) -> PLUGIN on the
@@ -6,7 +6,7 @@
 //! -> prefetch
 //!
 //! ```sh
-//! python ../shared/bench/tfdata_baseline.py gen DIR
+//! python bench/tfdata_baseline.py gen DIR
 //! cargo bench -p sluice-wasm --bench augment_plugin -- DIR none native_noise wasm_noise native_solarize wasm_solarize
 //! ```
 //!

@@ -78,7 +78,7 @@
 //!     kind = "batch"
 //!     batch_size = 8
 //! "#;
-//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/tfrecord");
+//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord");
 //! let pipeline = PipelineFile::from_toml(toml)?.with_data_dir(fixtures);
 //! let mut images = 0;
 //! for batch in pipeline.build()?.iter()? {

@@ -37,8 +37,8 @@
 //! use sluice_core::prelude::*;
 //!
 //! # fn main() -> sluice_core::Result<()> {
-//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/tfrecord");
-//! let indexes = tempfile::tempdir().unwrap(); // the fixtures are read-only
+//! let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord");
+//! let indexes = tempfile::tempdir().unwrap(); // not beside the fixtures: they stay as copied
 //! let spec = GlobalShuffleSpec::default().index_dir(indexes.path());
 //! let dataset = Dataset::tfrecord_global_shuffle([format!("{fixtures}/images.tfrecord-*")], spec)?
 //!     .with_options(Options::default().with_seed(7));
