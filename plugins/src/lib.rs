@@ -38,14 +38,13 @@
 //!   the file's extension; pass it to `PipelineFile::build_with`.
 #![deny(unsafe_code)]
 
-mod error;
-pub mod host;
 mod loader;
 #[allow(unsafe_code)]
 mod native;
-pub mod testing;
 
-pub use error::{Error, Result};
-pub use host::{Backend, CallFailure, InProcess, Instance, PluginStage};
 pub use loader::{Loader, loaded};
 pub use native::NativePlugin;
+pub use sluice_plugin_host::{
+    Backend, CallFailure, Error, InProcess, Instance, PluginStage, Result, contract, testing,
+    wire,
+};

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use sluice_core::pipeline_file::{LoadedPlugin, PluginLoader, PluginStageSpec};
 
-use crate::error::{Error, Result};
-use crate::host::{Backend, PluginStage};
+use sluice_plugin_host::{Backend, Error, PluginStage, Result};
+
 use crate::native::NativePlugin;
 
 /// Loads the plugin of a pipeline file's `plugin` stage with the host its file extension

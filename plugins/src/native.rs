@@ -11,8 +11,7 @@ use libloading::Library;
 use sluice_sdk::PluginInfo;
 use sluice_sdk::abi::{ABI_VERSION, status, symbols};
 
-use crate::error::{Error, Result};
-use crate::host::{Backend, CallFailure, Instance};
+use sluice_plugin_host::{Backend, CallFailure, Error, Instance, Result};
 
 type AbiVersionFn = unsafe extern "C" fn() -> u32;
 type InfoPtrFn = unsafe extern "C" fn() -> *const u8;

@@ -3,19 +3,22 @@
 //! (a native and a WASM build, two thread counts, two chunk sizes).
 //!
 //! ```no_run
-//! use sluice_plugins::testing::{cdylib_beside_exe, digest, image_elements, run_stage};
-//! use sluice_plugins::{NativePlugin, PluginStage};
+//! use std::sync::Arc;
 //!
-//! # fn main() -> anyhow::Result<()> {
-//! // In a test of a crate with the plugin crate as a dev-dependency:
-//! let plugin = NativePlugin::load(cdylib_beside_exe("sluice_example_noise")?)?;
-//! let stage = PluginStage::new(plugin, &serde_json::json!({"sigma": 0.1}))?;
-//! let input = image_elements(16, [4, 5, 3], true);
-//! let one = digest(&run_stage(&stage, &input, 0, 4, 7)?);
-//! let two = digest(&run_stage(&stage, &input, 3, 5, 7)?);
-//! assert_eq!(one, two, "the same at any parallelism and chunk size");
-//! # Ok(())
-//! # }
+//! use sluice_plugin_host::testing::{digest, image_elements, run_stage};
+//! use sluice_plugin_host::{Backend, PluginStage};
+//!
+//! /// In a test: `plugin` gives the same bits at any parallelism and chunk size. (A native
+//! /// build is `NativePlugin::load(cdylib_beside_exe("sluice_example_noise")?)?` in a test of
+//! /// a crate with the plugin crate as a dev-dependency.)
+//! fn same_at_any_parallelism(plugin: Arc<dyn Backend>) -> anyhow::Result<()> {
+//!     let stage = PluginStage::new(plugin, &serde_json::json!({"sigma": 0.1}))?;
+//!     let input = image_elements(16, [4, 5, 3], true);
+//!     let one = digest(&run_stage(&stage, &input, 0, 4, 7)?);
+//!     let two = digest(&run_stage(&stage, &input, 3, 5, 7)?);
+//!     assert_eq!(one, two, "the same at any parallelism and chunk size");
+//!     Ok(())
+//! }
 //! ```
 
 use std::path::PathBuf;
@@ -25,7 +28,7 @@ use sluice_core::stages::map_chunks::MapChunksSpec;
 use sluice_core::{Dataset, Element, ElementId, NumParallel, Options, Tensor, TensorData, Value};
 
 use crate::error::{Error, Result};
-use crate::host::PluginStage;
+use crate::stage::PluginStage;
 
 /// The native build of plugin crate `crate_name` (underscores) that cargo writes beside the
 /// current executable when the crate is a dev-dependency of the test or bench being run.
