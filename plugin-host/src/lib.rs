@@ -4,6 +4,9 @@
 //!
 //! - [`Backend`] and [`Instance`]: what a host implements (a loaded plugin, and one
 //!   instance of it making one `sluice_process` call at a time).
+//! - [`abi`] and [`metadata`]: the checks every host makes when it loads a plugin, in one
+//!   place: the ABI version (read before anything else), the required symbols, and the
+//!   metadata JSON.
 //! - [`wire`]: pipeline elements to and from the batch buffers of `sdk/ABI.md`.
 //! - [`contract`]: the declared input and output features, checked on every element.
 //! - [`PluginStage`]: a backend with a configuration and a pool of instances, run as a
@@ -41,10 +44,12 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod abi;
 mod backend;
 pub mod contract;
 mod error;
 mod in_process;
+pub mod metadata;
 mod stage;
 pub mod testing;
 pub mod wire;

@@ -45,6 +45,6 @@ mod native;
 pub use loader::{Loader, loaded};
 pub use native::NativePlugin;
 pub use sluice_plugin_host::{
-    Backend, CallFailure, Error, InProcess, Instance, PluginStage, Result, contract, testing,
-    wire,
+    Backend, CallFailure, Error, InProcess, Instance, PluginStage, Result, abi, contract, metadata,
+    testing, wire,
 };

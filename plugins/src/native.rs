@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use libloading::Library;
+use sluice_plugin_host::{Backend, CallFailure, Error, Instance, Result, abi, metadata};
 use sluice_sdk::PluginInfo;
-use sluice_sdk::abi::{ABI_VERSION, status, symbols};
-
-use sluice_plugin_host::{Backend, CallFailure, Error, Instance, Result};
+use sluice_sdk::abi::{status, symbols};
 
 type AbiVersionFn = unsafe extern "C" fn() -> u32;
 type InfoPtrFn = unsafe extern "C" fn() -> *const u8;
@@ -66,11 +65,7 @@ unsafe fn symbol<T: Copy>(lib: &Library, path: &Path, name: &str) -> Result<T> {
     // is only used while the library stays loaded (see `Loaded`).
     unsafe { lib.get::<T>(name.as_bytes()) }
         .map(|s| *s)
-        .map_err(|_| Error::MissingSymbol {
-            path: path.to_path_buf(),
-            symbol: name.to_string(),
-            version: ABI_VERSION,
-        })
+        .map_err(|_| abi::missing_symbol(path, name))
 }
 
 /// Bytes at `ptr`, copied (empty for a null pointer or zero length).
@@ -99,19 +94,13 @@ impl NativePlugin {
         // SAFETY: each type below is the symbol's type as ABI.md declares it.
         let version: AbiVersionFn = unsafe { symbol(&lib, &path, symbols::ABI_VERSION)? };
         // SAFETY: `sluice_abi_version` takes nothing and returns a u32.
-        let found = unsafe { version() };
-        if found != ABI_VERSION {
-            return Err(Error::AbiVersion {
-                path,
-                found,
-                supported: ABI_VERSION,
-            });
-        }
+        abi::check_version(&path, unsafe { version() })?;
+        // SAFETY: only looked up, never called through this type.
+        abi::check_symbols(&path, |name| unsafe {
+            lib.get::<*const ()>(name.as_bytes()).is_ok()
+        })?;
         // SAFETY: as above, types from ABI.md.
         let (info_ptr, info_len, api) = unsafe {
-            for name in symbols::REQUIRED {
-                symbol::<*const ()>(&lib, &path, name)?;
-            }
             let info_ptr: InfoPtrFn = symbol(&lib, &path, symbols::INFO_PTR)?;
             let info_len: LenFn = symbol(&lib, &path, symbols::INFO_LEN)?;
             let api = Api {
@@ -127,19 +116,7 @@ impl NativePlugin {
         };
         // SAFETY: the metadata is `info_len` bytes at `info_ptr`, valid while loaded.
         let json = unsafe { copy_bytes(info_ptr(), info_len()) };
-        let info: PluginInfo = serde_json::from_slice(&json).map_err(|e| Error::Info {
-            path: path.clone(),
-            message: format!("metadata is not the SDK's JSON: {e}"),
-        })?;
-        if info.abi_version != ABI_VERSION {
-            return Err(Error::Info {
-                path,
-                message: format!(
-                    "metadata says ABI version {}, the library says {ABI_VERSION}",
-                    info.abi_version
-                ),
-            });
-        }
+        let info = metadata::read_info(&path, &json, "library")?;
         Ok(Arc::new(NativePlugin {
             path,
             info,

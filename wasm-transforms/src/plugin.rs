@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use sluice_plugins::{Backend, CallFailure, Error, Instance, Result};
+use sluice_plugins::{Backend, CallFailure, Error, Instance, Result, abi, metadata};
 use sluice_sdk::PluginInfo;
-use sluice_sdk::abi::{ABI_VERSION, status, symbols};
+use sluice_sdk::abi::{status, symbols};
 use wasmtime::{InstancePre, Linker, Memory, Module, Store, Trap, TypedFunc};
 
 use crate::engine::{CacheOutcome, compile, default_cache_dir, engine};
@@ -265,12 +265,9 @@ impl WasmPlugin {
             )));
         }
         let exports: Vec<String> = module.exports().map(|e| e.name().to_string()).collect();
-        if !exports.iter().any(|e| e == symbols::ABI_VERSION) {
-            return Err(Error::MissingSymbol {
-                path,
-                symbol: symbols::ABI_VERSION.to_string(),
-                version: ABI_VERSION,
-            });
+        let has = |name: &str| exports.iter().any(|e| e == name);
+        if !has(symbols::ABI_VERSION) {
+            return Err(abi::missing_symbol(&path, symbols::ABI_VERSION));
         }
         let linker = Linker::<Limiter>::new(module.engine());
         let pre = linker
@@ -294,22 +291,8 @@ impl WasmPlugin {
             .map_err(|e| load(format!("`{}`: {e:#}", symbols::ABI_VERSION)))?
             .call(&mut store, ())
             .map_err(|e| load(format!("`{}` trapped: {e:#}", symbols::ABI_VERSION)))?;
-        if version as u32 != ABI_VERSION {
-            return Err(Error::AbiVersion {
-                path,
-                found: version as u32,
-                supported: ABI_VERSION,
-            });
-        }
-        for name in symbols::REQUIRED {
-            if !exports.iter().any(|e| e == name) {
-                return Err(Error::MissingSymbol {
-                    path,
-                    symbol: name.to_string(),
-                    version: ABI_VERSION,
-                });
-            }
-        }
+        abi::check_version(&path, version as u32)?;
+        abi::check_symbols(&path, has)?;
         drop(store);
         let mut guest = Guest::new(&pre, limits).map_err(|e| load(format!("{e:#}")))?;
         guest.arm();
@@ -328,19 +311,7 @@ impl WasmPlugin {
                 message: e,
             })?
             .to_vec();
-        let info: PluginInfo = serde_json::from_slice(&json).map_err(|e| Error::Info {
-            path: path.clone(),
-            message: format!("metadata is not the SDK's JSON: {e}"),
-        })?;
-        if info.abi_version != ABI_VERSION {
-            return Err(Error::Info {
-                path,
-                message: format!(
-                    "metadata says ABI version {}, the module says {ABI_VERSION}",
-                    info.abi_version
-                ),
-            });
-        }
+        let info = metadata::read_info(&path, &json, "module")?;
         Ok(Arc::new(WasmPlugin {
             path,
             info,
