@@ -1,7 +1,8 @@
 //! `sluice-plugins`: run plugins built with `sluice-sdk` in Sluice pipelines. This crate
-//! is the native host (C-ABI shared libraries, loaded with libloading) and holds what every
-//! host shares ([`host`]): the pipeline stage, the element conversion and the contracts.
-//! The WASM host (`sluice-wasm`) plugs into the same [`Backend`] trait.
+//! re-exports the native host (`sluice-plugin-native`: C-ABI shared libraries, loaded with
+//! libloading) and what every host shares (`sluice-plugin-host`): the pipeline stage, the
+//! element conversion and the contracts. The WASM host (`sluice-wasm`) plugs into the same
+//! [`Backend`] trait.
 //!
 //! ```no_run
 //! use sluice_core::prelude::*;
@@ -39,12 +40,10 @@
 #![deny(unsafe_code)]
 
 mod loader;
-#[allow(unsafe_code)]
-mod native;
 
 pub use loader::{Loader, loaded};
-pub use native::NativePlugin;
 pub use sluice_plugin_host::{
     Backend, CallFailure, Error, InProcess, Instance, PluginStage, Result, abi, contract, metadata,
     testing, wire,
 };
+pub use sluice_plugin_native::NativePlugin;

@@ -8,7 +8,7 @@ use sluice_core::pipeline_file::{LoadedPlugin, PluginLoader, PluginStageSpec};
 
 use sluice_plugin_host::{Backend, Error, PluginStage, Result};
 
-use crate::native::NativePlugin;
+use sluice_plugin_native::NativePlugin;
 
 /// Loads the plugin of a pipeline file's `plugin` stage with the host its file extension
 /// names, creates it with the stage's config (so an invalid config is reported, in the

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_example_solarize::GraySolarize;
-use sluice_plugins::testing::{digest as bits, image_elements, run_stage};
-use sluice_plugins::{Backend, InProcess, NativePlugin, PluginStage};
+use sluice_plugin_host::testing::{digest as bits, image_elements, run_stage};
+use sluice_plugin_host::{Backend, InProcess, PluginStage};
+use sluice_plugin_native::NativePlugin;
 use sluice_sdk::Plugin as _;
 
 fn library(crate_name: &str) -> PathBuf {
-    sluice_plugins::testing::cdylib_beside_exe(crate_name).unwrap()
+    sluice_plugin_host::testing::cdylib_beside_exe(crate_name).unwrap()
 }
 
 fn images(n: usize, u8_pixels: bool) -> Vec<Element> {

@@ -12,7 +12,7 @@
 //!   the kernel alone).
 //!
 //! ```sh
-//! cargo bench -p sluice-plugins --bench plugin_calls
+//! cargo bench -p sluice-plugin-native --bench plugin_calls
 //! ```
 
 use std::path::PathBuf;
@@ -23,7 +23,8 @@ use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_core::rng::{ElementRng, StreamKey};
 use sluice_example_noise::GaussianNoise;
-use sluice_plugins::{Backend, InProcess, NativePlugin, PluginStage};
+use sluice_plugin_host::{Backend, InProcess, PluginStage};
+use sluice_plugin_native::NativePlugin;
 use sluice_sdk::{Config, Plugin, Rng};
 
 fn scalar_batch(n: usize) -> (Vec<u8>, Vec<u64>) {
@@ -173,5 +174,5 @@ criterion_group!(benches, bench);
 criterion_main!(benches);
 
 fn library(crate_name: &str) -> PathBuf {
-    sluice_plugins::testing::cdylib_beside_exe(crate_name).unwrap()
+    sluice_plugin_host::testing::cdylib_beside_exe(crate_name).unwrap()
 }

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_example_noise::GaussianNoise;
-use sluice_plugins::testing::{digest, image_elements, run_stage};
-use sluice_plugins::{Backend, Error, InProcess, NativePlugin, PluginStage};
+use sluice_plugin_host::testing::{digest, image_elements, run_stage};
+use sluice_plugin_host::{Backend, Error, InProcess, PluginStage};
+use sluice_plugin_native::NativePlugin;
 use sluice_sdk::Plugin as _;
 
 #[test]
@@ -230,7 +231,7 @@ fn wrong_versions_missing_symbols_and_non_libraries_are_refused_with_the_file_na
 }
 
 fn library(crate_name: &str) -> PathBuf {
-    sluice_plugins::testing::cdylib_beside_exe(crate_name).unwrap()
+    sluice_plugin_host::testing::cdylib_beside_exe(crate_name).unwrap()
 }
 
 fn images(n: usize, u8_pixels: bool) -> Vec<Element> {
