@@ -168,7 +168,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
     // Exactly the shards just written, not others a --keep DIR may already hold.
     pipeline.source.files = vec![format!("{NAME}.tfrecord-*-of-{shards:05}")];
     if !args.no_wasm {
-        let workspace = sluice_wasm::guests::workspace_dir();
+        let workspace = sluice_plugin_wasm::guests::workspace_dir();
         anyhow::ensure!(
             workspace.join("examples/plugins/solarize").is_dir(),
             "the demo's WASM augmentation is built from the repository's sources, which are not \
@@ -181,7 +181,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
             format!("sluice demo: building the WASM augmentation ({GUEST}) for wasm32"),
         )?;
         let started = Instant::now();
-        let wasm = sluice_wasm::guests::build(&workspace, GUEST)?;
+        let wasm = sluice_plugin_wasm::guests::build(&workspace, GUEST)?;
         say(
             &mut out,
             format!(
@@ -209,7 +209,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
         ),
     )?;
     let batched = pipeline.output_is_batched();
-    let dataset = pipeline.build_with(&sluice_wasm::Loader::default())?;
+    let dataset = pipeline.build_with(&sluice_plugin_wasm::Loader::default())?;
     let ran = run::run_epochs(&dataset, batched, args.epochs, None, |_| Ok(()))?;
     let summary = Summary::new(pipeline.name.as_deref(), file.to_string(), &ran);
 

@@ -86,7 +86,7 @@ pub enum Error {
     },
     /// A WASM plugin given to the native-only loader.
     #[error(
-        "{path}: WASM plugins need the WASM host: load pipelines with `sluice_wasm::Loader` (as `sluice run` does), not `sluice_plugins::Loader`"
+        "{path}: WASM plugins need the WASM host: load pipelines with `sluice_plugin_wasm::Loader` (as `sluice run` does), not `sluice_plugins::Loader`"
     )]
     NoWasmHost {
         /// The plugin file.

@@ -193,7 +193,7 @@ fn bad_plugin_stages_fail_before_anything_runs() {
     let e = build_error(data.path(), "", Some("plugins/noise.wasm"));
     assert!(
         e.to_string()
-            .ends_with("plugins/noise.wasm: WASM plugins need the WASM host: load pipelines with `sluice_wasm::Loader` (as `sluice run` does), not `sluice_plugins::Loader`"),
+            .ends_with("plugins/noise.wasm: WASM plugins need the WASM host: load pipelines with `sluice_plugin_wasm::Loader` (as `sluice run` does), not `sluice_plugins::Loader`"),
         "{e}"
     );
     let e = build_error(data.path(), "", Some("plugins/noise.txt"));

@@ -9,7 +9,7 @@
 //!   copies, which both pay).
 //!
 //! ```sh
-//! cargo bench -p sluice-wasm --bench wasm_calls
+//! cargo bench -p sluice-plugin-wasm --bench wasm_calls
 //! ```
 
 use std::path::PathBuf;
@@ -19,8 +19,8 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_core::rng::{ElementRng, StreamKey};
+use sluice_plugin_wasm::{WasmOptions, WasmPlugin, guests};
 use sluice_plugins::{Backend, NativePlugin, PluginStage};
-use sluice_wasm::{WasmOptions, WasmPlugin, guests};
 
 fn wasm(package: &str) -> PathBuf {
     guests::build(&guests::workspace_dir(), package).unwrap()

@@ -6,10 +6,10 @@ use std::process::Command;
 
 use serde_json::json;
 use sluice_core::prelude::*;
+use sluice_plugin_wasm::{WasmOptions, WasmPlugin, guests};
 use sluice_plugins::PluginStage;
 use sluice_plugins::testing::{digest, image_elements, run_stage};
 use sluice_sdk::{DType, Kind};
-use sluice_wasm::{WasmOptions, WasmPlugin, guests};
 
 /// Compiles the C plugin into `dir` with clang (which `.ci/run` installs).
 fn compile(dir: &std::path::Path) -> PathBuf {
@@ -132,7 +132,7 @@ fn bad_configuration_and_input_are_refused_with_its_messages() {
 
 #[test]
 fn the_c_plugin_passes_sluice_plugin_check() {
-    use sluice_wasm::plugin_check::{CheckOptions, check, render};
+    use sluice_plugin_wasm::plugin_check::{CheckOptions, check, render};
     let dir = tempfile::tempdir().unwrap();
     let report = check(
         &compile(dir.path()),
@@ -148,7 +148,7 @@ fn the_c_plugin_passes_sluice_plugin_check() {
 
 #[test]
 fn a_build_whose_outputs_depend_on_neighbours_fails_the_independence_check() {
-    use sluice_wasm::plugin_check::{CheckOptions, Outcome, check, render};
+    use sluice_plugin_wasm::plugin_check::{CheckOptions, Outcome, check, render};
     let dir = tempfile::tempdir().unwrap();
     let report = check(
         &compile_with(dir.path(), &["-DBROKEN_NEIGHBOURS"]),
@@ -628,7 +628,7 @@ fn c_invert_speaks_the_documented_wire_format_and_refuses_malformed_batches() {
 
 #[test]
 fn c_invert_passes_sluice_plugin_check() {
-    use sluice_wasm::plugin_check::{CheckOptions, check, render};
+    use sluice_plugin_wasm::plugin_check::{CheckOptions, check, render};
     let dir = tempfile::tempdir().unwrap();
     let report = check(
         &compile_invert(dir.path()),

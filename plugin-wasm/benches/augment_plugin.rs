@@ -7,7 +7,7 @@
 //!
 //! ```sh
 //! python ../shared/bench/tfdata_baseline.py gen DIR
-//! cargo bench -p sluice-wasm --bench augment_plugin -- DIR none native_noise wasm_noise native_solarize wasm_solarize
+//! cargo bench -p sluice-plugin-wasm --bench augment_plugin -- DIR none native_noise wasm_noise native_solarize wasm_solarize
 //! ```
 //!
 //! Each variant prints one JSON line (images/s). `none` runs the same two image_ops stages
@@ -19,8 +19,8 @@ use std::time::Instant;
 
 use serde_json::json;
 use sluice_core::prelude::*;
+use sluice_plugin_wasm::{WasmOptions, WasmPlugin, guests};
 use sluice_plugins::{Backend, NativePlugin, PluginStage};
-use sluice_wasm::{WasmOptions, WasmPlugin, guests};
 
 fn backend(variant: &str) -> Option<(Arc<dyn Backend>, serde_json::Value)> {
     let (host, plugin) = variant.split_once('_')?;

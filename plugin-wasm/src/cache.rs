@@ -1,36 +1,11 @@
-//! The one wasmtime [`Engine`] of the process, and the on-disk cache of compiled modules.
+//! The on-disk cache of compiled modules, keyed by the module's SHA-256 and the engine's
+//! compatibility hash, with a checksum of the compiled code.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
-use wasmtime::{Config, Engine, Module};
-
-use crate::limits::TICK;
-
-/// The process's engine: epoch interruption on (CPU-time limits), SIMD on. A background
-/// thread advances the epoch every [`TICK`] for as long as the process runs.
-pub fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| {
-        let mut config = Config::new();
-        config.epoch_interruption(true);
-        config.wasm_simd(true);
-        let engine = Engine::new(&config).expect("a valid wasmtime configuration");
-        let ticking = engine.clone();
-        std::thread::Builder::new()
-            .name("sluice-wasm-epoch".to_string())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(TICK);
-                    ticking.increment_epoch();
-                }
-            })
-            .expect("spawn the epoch thread");
-        engine
-    })
-}
+use wasmtime::{Engine, Module};
 
 /// Where compiled modules are kept: `$SLUICE_WASM_CACHE`, else `$XDG_CACHE_HOME/sluice/wasm`,
 /// else `$HOME/.cache/sluice/wasm`; `None` when none is set (then nothing is cached).

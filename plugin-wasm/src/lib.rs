@@ -1,4 +1,4 @@
-//! `sluice-wasm`: run Sluice plugins compiled to `wasm32` in a sandbox, on wasmtime,
+//! `sluice-plugin-wasm`: run Sluice plugins compiled to `wasm32` in a sandbox, on wasmtime,
 //! through the same ABI as native plugins (`sdk/ABI.md`) and as the same kind of pipeline
 //! stage ([`sluice_plugins::PluginStage`]).
 //!
@@ -6,7 +6,7 @@
 //! use std::time::Duration;
 //! use sluice_core::prelude::*;
 //! use sluice_plugins::PluginStage;
-//! use sluice_wasm::{WasmLimits, WasmOptions, WasmPlugin};
+//! use sluice_plugin_wasm::{WasmLimits, WasmOptions, WasmPlugin};
 //!
 //! # fn main() -> anyhow::Result<()> {
 //! let options = WasmOptions {
@@ -41,6 +41,7 @@
 //! - [`guests`] builds the workspace's guest crates for `wasm32-unknown-unknown`.
 #![deny(unsafe_code)]
 
+mod cache;
 mod engine;
 pub mod guests;
 mod limits;
@@ -48,7 +49,8 @@ mod loader;
 mod plugin;
 pub mod plugin_check;
 
-pub use engine::{CacheOutcome, compile, default_cache_dir, engine};
+pub use cache::{CacheOutcome, compile, default_cache_dir};
+pub use engine::engine;
 pub use limits::{DEFAULT_MEMORY_BYTES, DEFAULT_TIME, TICK, WasmLimits};
 pub use loader::Loader;
 pub use plugin::{WasmOptions, WasmPlugin};

@@ -20,7 +20,7 @@ use crate::plugin::{WasmOptions, WasmPlugin};
 ///
 /// # fn main() -> sluice_core::Result<()> {
 /// let pipeline = PipelineFile::load("examples/pipelines/plugin_noise.toml")?;
-/// let dataset = pipeline.build_with(&sluice_wasm::Loader::default())?;
+/// let dataset = pipeline.build_with(&sluice_plugin_wasm::Loader::default())?;
 /// # Ok(())
 /// # }
 /// ```

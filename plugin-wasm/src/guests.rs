@@ -35,7 +35,7 @@ pub enum Error {
 pub fn workspace_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("sluice-wasm lives in a workspace")
+        .expect("sluice-plugin-wasm lives in a workspace")
         .to_path_buf()
 }
 

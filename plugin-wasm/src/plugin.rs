@@ -10,7 +10,8 @@ use sluice_sdk::PluginInfo;
 use sluice_sdk::abi::{status, symbols};
 use wasmtime::{InstancePre, Linker, Memory, Module, Store, Trap, TypedFunc};
 
-use crate::engine::{CacheOutcome, compile, default_cache_dir, engine};
+use crate::cache::{CacheOutcome, compile, default_cache_dir};
+use crate::engine::engine;
 use crate::limits::{Limiter, WasmLimits};
 
 /// Most bytes of an error message read from a guest.
