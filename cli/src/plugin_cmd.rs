@@ -1,5 +1,5 @@
 //! `sluice plugin check PLUGIN`: property checks of a native or WASM plugin against its own
-//! declared contract (see `sluice_plugin_wasm::plugin_check`).
+//! declared contract (see `sluice_plugin_check`).
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use sluice_plugin_wasm::plugin_check::{CheckOptions, Outcome, check, render};
+use sluice_plugin_check::{CheckOptions, Outcome, check, render};
 
 /// Plugin tools.
 #[derive(Debug, Args)]

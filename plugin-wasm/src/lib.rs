@@ -47,7 +47,6 @@ pub mod guests;
 mod limits;
 mod loader;
 mod plugin;
-pub mod plugin_check;
 
 pub use cache::{CacheOutcome, compile, default_cache_dir};
 pub use engine::engine;

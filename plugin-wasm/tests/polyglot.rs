@@ -130,59 +130,6 @@ fn bad_configuration_and_input_are_refused_with_its_messages() {
     );
 }
 
-#[test]
-fn the_c_plugin_passes_sluice_plugin_check() {
-    use sluice_plugin_wasm::plugin_check::{CheckOptions, check, render};
-    let dir = tempfile::tempdir().unwrap();
-    let report = check(
-        &compile(dir.path()),
-        &CheckOptions {
-            config: json!({"delta": 17, "p": 0.5}),
-            cases: 24,
-            ..CheckOptions::default()
-        },
-    )
-    .unwrap();
-    assert!(report.passed(), "{}", render(&report));
-}
-
-#[test]
-fn a_build_whose_outputs_depend_on_neighbours_fails_the_independence_check() {
-    use sluice_plugin_wasm::plugin_check::{CheckOptions, Outcome, check, render};
-    let dir = tempfile::tempdir().unwrap();
-    let report = check(
-        &compile_with(dir.path(), &["-DBROKEN_NEIGHBOURS"]),
-        &CheckOptions {
-            cases: 24,
-            ..CheckOptions::default()
-        },
-    )
-    .unwrap();
-    let independent = report
-        .checks
-        .iter()
-        .find(|c| c.check == "independent")
-        .unwrap();
-    match &independent.outcome {
-        Outcome::Fail {
-            message,
-            minimal_case,
-        } => {
-            assert!(message.contains("depends on its neighbours"), "{message}");
-            assert_eq!(
-                minimal_case
-                    .as_deref()
-                    .unwrap()
-                    .matches("Element::new")
-                    .count(),
-                2
-            );
-        }
-        other => panic!("{other:?}\n{}", render(&report)),
-    }
-    assert!(!report.passed());
-}
-
 // ---- c_invert (examples/plugins/c-invert) ------------------------------------------------
 
 /// The twelve exports of ABI.md §3.
@@ -624,20 +571,4 @@ fn c_invert_speaks_the_documented_wire_format_and_refuses_malformed_batches() {
         assert!(err.message.contains(message), "{what}: {err:?}");
     }
     assert_eq!(call(&mut instance, &input, 3).unwrap(), want, "still works");
-}
-
-#[test]
-fn c_invert_passes_sluice_plugin_check() {
-    use sluice_plugin_wasm::plugin_check::{CheckOptions, check, render};
-    let dir = tempfile::tempdir().unwrap();
-    let report = check(
-        &compile_invert(dir.path()),
-        &CheckOptions {
-            config: json!({"p": 0.5}),
-            cases: 24,
-            ..CheckOptions::default()
-        },
-    )
-    .unwrap();
-    assert!(report.passed(), "{}", render(&report));
 }

@@ -1,12 +1,11 @@
-//! `sluice_plugin_wasm::plugin_check` on the example plugins (native and WASM builds, which must
-//! agree) and on deliberately broken plugins, each caught by the right check.
+//! `sluice_plugin_check` on the example plugins (native and WASM builds, which must agree) and on deliberately broken plugins, each caught by the right check.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
+use sluice_plugin_check::{CheckOptions, Outcome, Report, check, render};
 use sluice_plugin_wasm::guests;
-use sluice_plugin_wasm::plugin_check::{CheckOptions, Outcome, check, render};
 use sluice_plugins::testing::cdylib_beside_exe;
 
 fn options(config: serde_json::Value) -> CheckOptions {
@@ -21,7 +20,7 @@ fn wasm(package: &str) -> PathBuf {
     guests::build(&guests::workspace_dir(), package).unwrap()
 }
 
-fn outcome<'a>(report: &'a sluice_plugin_wasm::plugin_check::Report, name: &str) -> &'a Outcome {
+fn outcome<'a>(report: &'a Report, name: &str) -> &'a Outcome {
     &report
         .checks
         .iter()

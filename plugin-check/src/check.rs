@@ -1,23 +1,5 @@
-//! `sluice plugin check`: property checks of any plugin, native or WASM, against its own
-//! declared contract. What a plugin author runs before shipping.
-//!
-//! Elements are generated from the plugin's declared inputs (names, dtypes, ranks; a
-//! feature without a dtype gets `u8`, one without a rank gets rank 3; rank-3 features are
-//! HWC images with 1 or 3 channels), in calls of 1 to 6 elements, by proptest with a fixed
-//! seed; a failing case is shrunk to a minimal one and printed as Rust code. The checks:
-//!
-//! | check | passes when |
-//! |---|---|
-//! | `accepts_contract` | every call on contract-conforming elements succeeds |
-//! | `deterministic` | the same elements and seeds give the same output bits, twice and on a fresh instance |
-//! | `independent` | (not for `batch` plugins) an element's output is the same alone as among others |
-//! | `output_contract` | outputs carry the declared output features (and a map gives one per input) |
-//! | `time_limit` | no call takes longer than the limit |
-//! | `malformed_input` | damaged batch buffers (truncated, wrong magic, seeds missing) get an error status, never a success, trap or crash |
-//! | `agrees_with_other` | (with `--other`) the other build (native vs WASM) gives the same bits |
-//!
-//! A native plugin shares the checker's process, so a crash on malformed input would end
-//! it: `sluice plugin check` runs that check in a child process for native plugins.
+//! Running the checks: [`check`] loads the plugin and runs each property over generated
+//! cases; [`load`] picks the host by the file's extension.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,16 +9,15 @@ use proptest::prelude::*;
 use proptest::test_runner::{
     Config as RunnerConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
-use serde::Serialize;
-use sluice_core::rng::{ElementRng, StreamKey};
-use sluice_core::{Element, ElementId, Tensor, TensorData};
+use sluice_core::{Element, Tensor, TensorData};
+use sluice_plugin_wasm::{DEFAULT_MEMORY_BYTES, WasmLimits, WasmOptions, WasmPlugin};
 use sluice_plugins::testing::digest;
 use sluice_plugins::{Backend, NativePlugin, PluginStage};
 use sluice_sdk::wire::DType;
-use sluice_sdk::{Feature, Kind, PluginInfo};
+use sluice_sdk::{Kind, PluginInfo};
 
-use crate::limits::WasmLimits;
-use crate::plugin::{WasmOptions, WasmPlugin};
+use crate::cases::{Case, case, rngs, rust_code};
+use crate::report::{CheckResult, Outcome, Report};
 
 /// What to check and how hard.
 #[derive(Debug, Clone)]
@@ -64,61 +45,10 @@ impl Default for CheckOptions {
             cases: 64,
             seed: 0,
             time_limit: Duration::from_secs(10),
-            memory_bytes: crate::limits::DEFAULT_MEMORY_BYTES,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
             other: None,
             malformed: true,
         }
-    }
-}
-
-/// How one check ended.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum Outcome {
-    /// Passed.
-    Pass,
-    /// Failed: why, and the minimal failing case as Rust code when there is one.
-    Fail {
-        /// What went wrong.
-        message: String,
-        /// The shrunk failing case, as Rust code to paste into a test.
-        minimal_case: Option<String>,
-    },
-    /// Not applicable.
-    Skipped {
-        /// Why.
-        reason: String,
-    },
-}
-
-/// One check's result.
-#[derive(Debug, Clone, Serialize)]
-pub struct CheckResult {
-    /// The check's name (see the [module docs](self)).
-    pub check: &'static str,
-    /// How it ended.
-    #[serde(flatten)]
-    pub outcome: Outcome,
-}
-
-/// All checks of one plugin.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// The plugin file.
-    pub plugin: String,
-    /// Its metadata.
-    pub info: PluginInfo,
-    /// The results, in order.
-    pub checks: Vec<CheckResult>,
-}
-
-impl Report {
-    /// True when no check failed.
-    pub fn passed(&self) -> bool {
-        !self
-            .checks
-            .iter()
-            .any(|c| matches!(c.outcome, Outcome::Fail { .. }))
     }
 }
 
@@ -141,148 +71,6 @@ pub fn load(path: &Path, options: &CheckOptions) -> sluice_plugins::Result<Arc<d
     } else {
         Ok(NativePlugin::load(path)?)
     }
-}
-
-/// One generated call: its elements.
-#[derive(Debug, Clone)]
-struct Case {
-    elements: Vec<Element>,
-}
-
-fn dims(rank: u8) -> BoxedStrategy<Vec<usize>> {
-    match rank {
-        3 => (
-            1usize..6,
-            1usize..6,
-            prop_oneof![Just(1usize), Just(3usize)],
-        )
-            .prop_map(|(h, w, c)| vec![h, w, c])
-            .boxed(),
-        r => prop::collection::vec(1usize..5, usize::from(r)).boxed(),
-    }
-}
-
-fn data(dtype: DType, n: usize) -> BoxedStrategy<TensorData> {
-    match dtype {
-        DType::U8 => prop::collection::vec(any::<u8>(), n)
-            .prop_map(|v| TensorData::U8(v.into()))
-            .boxed(),
-        DType::I32 => prop::collection::vec(any::<i32>(), n)
-            .prop_map(|v| TensorData::I32(v.into()))
-            .boxed(),
-        DType::I64 => prop::collection::vec(any::<i64>(), n)
-            .prop_map(|v| TensorData::I64(v.into()))
-            .boxed(),
-        DType::F32 => prop::collection::vec(-2.0f32..2.0, n)
-            .prop_map(|v| TensorData::F32(v.into()))
-            .boxed(),
-        DType::F64 => prop::collection::vec(-2.0f64..2.0, n)
-            .prop_map(|v| TensorData::F64(v.into()))
-            .boxed(),
-        DType::Bytes => prop::collection::vec(prop::collection::vec(any::<u8>(), 0..8), n)
-            .prop_map(|v| {
-                TensorData::Bytes(
-                    v.into_iter()
-                        .map(bytes::Bytes::from)
-                        .collect::<Vec<_>>()
-                        .into(),
-                )
-            })
-            .boxed(),
-    }
-}
-
-fn tensor(f: &Feature) -> BoxedStrategy<(String, Tensor)> {
-    let dtype = f.dtype.unwrap_or(DType::U8);
-    let name = f.name.clone();
-    let rank = f.rank.unwrap_or(3);
-    dims(rank)
-        .prop_flat_map(move |shape| {
-            let n = shape.iter().product();
-            let name = name.clone();
-            data(dtype, n).prop_map(move |d| {
-                (
-                    name.clone(),
-                    Tensor::new(&shape, d).expect("the shape's number of values"),
-                )
-            })
-        })
-        .boxed()
-}
-
-fn element(inputs: &[Feature]) -> BoxedStrategy<Vec<(String, Tensor)>> {
-    let parts: Vec<BoxedStrategy<(String, Tensor)>> = inputs.iter().map(tensor).collect();
-    parts.boxed()
-}
-
-fn case(info: &PluginInfo) -> BoxedStrategy<Case> {
-    let inputs = if info.inputs.is_empty() {
-        vec![Feature::new("image").dtype(DType::U8).rank(3)]
-    } else {
-        info.inputs.clone()
-    };
-    prop::collection::vec(element(&inputs), 1..=6)
-        .prop_map(|elements| Case {
-            elements: elements
-                .into_iter()
-                .enumerate()
-                .map(|(i, tensors)| {
-                    let mut e = Element::new(ElementId::new(0, i as u64));
-                    for (name, t) in tensors {
-                        e.insert(&name, t);
-                    }
-                    e
-                })
-                .collect(),
-        })
-        .boxed()
-}
-
-fn rngs(elements: &[Element]) -> Vec<ElementRng> {
-    let key = StreamKey {
-        seed: 7,
-        epoch: 0,
-        stage: 0,
-    };
-    elements.iter().map(|e| key.element_rng(e.id())).collect()
-}
-
-/// The case as Rust code an author can paste into a test.
-fn rust_code(case: &Case) -> String {
-    let mut s = String::from("let elements = vec![\n");
-    for e in &case.elements {
-        s.push_str(&format!(
-            "    Element::new(ElementId::new({}, {}))",
-            e.id().source,
-            e.id().index
-        ));
-        let mut names: Vec<&str> = e.iter().map(|(n, _)| n).collect();
-        names.sort_unstable();
-        for name in names {
-            let t = e.tensor(name).expect("dense");
-            let values = match t.data() {
-                TensorData::U8(v) => format!("TensorData::U8(vec!{:?}.into())", v.as_ref()),
-                TensorData::I32(v) => format!("TensorData::I32(vec!{:?}.into())", &v[..]),
-                TensorData::I64(v) => format!("TensorData::I64(vec!{:?}.into())", &v[..]),
-                TensorData::F32(v) => format!("TensorData::F32(vec!{:?}.into())", &v[..]),
-                TensorData::F64(v) => format!("TensorData::F64(vec!{:?}.into())", &v[..]),
-                TensorData::Bytes(v) => format!(
-                    "TensorData::Bytes(vec![{}].into())",
-                    v.iter()
-                        .map(|b| format!("Bytes::from_static(&{:?})", b.as_ref()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-            s.push_str(&format!(
-                "\n        .with({name:?}, Tensor::new(&{:?}, {values})?)",
-                t.shape()
-            ));
-        }
-        s.push_str(",\n");
-    }
-    s.push_str("];\n// seeds: each element's RNG of StreamKey { seed: 7, epoch: 0, stage: 0 }\n");
-    s
 }
 
 /// Runs a property over generated cases; a failure is shrunk and reported with the minimal
@@ -597,42 +385,4 @@ fn malformed(backend: &dyn Backend, options: &CheckOptions, info: &PluginInfo) -
         }
     }
     Outcome::Pass
-}
-
-/// The report as text: one line per check, then the totals.
-pub fn render(report: &Report) -> String {
-    let mut s = format!(
-        "sluice plugin check: {} ({} {}, {:?}) from {}\n",
-        report.info.name, report.info.name, report.info.version, report.info.kind, report.plugin
-    );
-    let (mut pass, mut fail, mut skip) = (0, 0, 0);
-    for c in &report.checks {
-        match &c.outcome {
-            Outcome::Pass => {
-                pass += 1;
-                s.push_str(&format!("  pass     {}\n", c.check));
-            }
-            Outcome::Skipped { reason } => {
-                skip += 1;
-                s.push_str(&format!("  skipped  {} ({reason})\n", c.check));
-            }
-            Outcome::Fail {
-                message,
-                minimal_case,
-            } => {
-                fail += 1;
-                s.push_str(&format!("  FAIL     {}: {message}\n", c.check));
-                if let Some(code) = minimal_case {
-                    s.push_str("           minimal failing case:\n");
-                    for line in code.lines() {
-                        s.push_str(&format!("           {line}\n"));
-                    }
-                }
-            }
-        }
-    }
-    s.push_str(&format!(
-        "totals: pass {pass}, FAIL {fail}, skipped {skip}\n"
-    ));
-    s
 }
