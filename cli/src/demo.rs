@@ -209,7 +209,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
         ),
     )?;
     let batched = pipeline.output_is_batched();
-    let dataset = pipeline.build_with(&sluice_plugin_wasm::Loader::default())?;
+    let dataset = pipeline.build_with(&sluice_plugins::Loader::default())?;
     let ran = run::run_epochs(&dataset, batched, args.epochs, None, |_| Ok(()))?;
     let summary = Summary::new(pipeline.name.as_deref(), file.to_string(), &ran);
 

@@ -62,7 +62,7 @@ struct CheckArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     time_ms: u64,
     /// WASM memory cap per instance, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = sluice_plugin_wasm::DEFAULT_MEMORY_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = sluice_plugins::wasm::DEFAULT_MEMORY_BYTES)]
     memory: u64,
     /// Print one JSON object instead of the text report.
     #[arg(long)]

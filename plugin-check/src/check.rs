@@ -10,9 +10,9 @@ use proptest::test_runner::{
     Config as RunnerConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
 use sluice_core::{Element, Tensor, TensorData};
-use sluice_plugin_wasm::{DEFAULT_MEMORY_BYTES, WasmLimits, WasmOptions, WasmPlugin};
 use sluice_plugins::testing::digest;
-use sluice_plugins::{Backend, NativePlugin, PluginStage};
+use sluice_plugins::wasm::DEFAULT_MEMORY_BYTES;
+use sluice_plugins::{Backend, NativePlugin, PluginStage, WasmLimits, WasmOptions, WasmPlugin};
 use sluice_sdk::wire::DType;
 use sluice_sdk::{Kind, PluginInfo};
 

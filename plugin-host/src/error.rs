@@ -84,14 +84,6 @@ pub enum Error {
         /// The extension, as the message shows it (`the extension .txt`, `no extension`).
         extension: String,
     },
-    /// A WASM plugin given to the native-only loader.
-    #[error(
-        "{path}: WASM plugins need the WASM host: load pipelines with `sluice_plugin_wasm::Loader` (as `sluice run` does), not `sluice_plugins::Loader`"
-    )]
-    NoWasmHost {
-        /// The plugin file.
-        path: PathBuf,
-    },
     /// `limits` were given for a native plugin, which cannot be limited.
     #[error(
         "{path}: `limits` apply to WASM plugins only: a native plugin runs inside the host process and cannot be limited (remove `limits`, or use the plugin's .wasm build)"

@@ -19,8 +19,9 @@ use std::time::Instant;
 
 use serde_json::json;
 use sluice_core::prelude::*;
+use sluice_plugin_host::{Backend, PluginStage};
+use sluice_plugin_native::NativePlugin;
 use sluice_plugin_wasm::{WasmOptions, WasmPlugin, guests};
-use sluice_plugins::{Backend, NativePlugin, PluginStage};
 
 fn backend(variant: &str) -> Option<(Arc<dyn Backend>, serde_json::Value)> {
     let (host, plugin) = variant.split_once('_')?;
@@ -126,5 +127,5 @@ fn main() {
 }
 
 fn native(crate_name: &str) -> PathBuf {
-    sluice_plugins::testing::cdylib_beside_exe(crate_name).unwrap()
+    sluice_plugin_host::testing::cdylib_beside_exe(crate_name).unwrap()
 }

@@ -19,8 +19,9 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_core::rng::{ElementRng, StreamKey};
+use sluice_plugin_host::{Backend, PluginStage};
+use sluice_plugin_native::NativePlugin;
 use sluice_plugin_wasm::{WasmOptions, WasmPlugin, guests};
-use sluice_plugins::{Backend, NativePlugin, PluginStage};
 
 fn wasm(package: &str) -> PathBuf {
     guests::build(&guests::workspace_dir(), package).unwrap()
@@ -168,5 +169,5 @@ criterion_group!(benches, bench);
 criterion_main!(benches);
 
 fn native(crate_name: &str) -> PathBuf {
-    sluice_plugins::testing::cdylib_beside_exe(crate_name).unwrap()
+    sluice_plugin_host::testing::cdylib_beside_exe(crate_name).unwrap()
 }

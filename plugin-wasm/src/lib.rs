@@ -1,11 +1,11 @@
 //! `sluice-plugin-wasm`: run Sluice plugins compiled to `wasm32` in a sandbox, on wasmtime,
 //! through the same ABI as native plugins (`sdk/ABI.md`) and as the same kind of pipeline
-//! stage ([`sluice_plugins::PluginStage`]).
+//! stage ([`sluice_plugin_host::PluginStage`]).
 //!
 //! ```no_run
 //! use std::time::Duration;
 //! use sluice_core::prelude::*;
-//! use sluice_plugins::PluginStage;
+//! use sluice_plugin_host::PluginStage;
 //! use sluice_plugin_wasm::{WasmLimits, WasmOptions, WasmPlugin};
 //!
 //! # fn main() -> anyhow::Result<()> {
@@ -35,7 +35,7 @@
 //!   ([`WasmLimits::time`]). An instance that traps is discarded.
 //! - **Typed errors**: traps, timeouts, memory exhaustion and broken outputs (pointers or
 //!   lengths outside the guest's memory) fail the call's elements with
-//!   [`sluice_plugins::Error::Call`], naming the plugin, the element ids and the cause; the
+//!   [`sluice_plugin_host::Error::Call`], naming the plugin, the element ids and the cause; the
 //!   pipeline's error policy fails the run or skips and counts them. The host keeps running.
 //! - `.wasm` and `.wat` files are accepted.
 //! - [`guests`] builds the workspace's guest crates for `wasm32-unknown-unknown`.
@@ -45,11 +45,9 @@ mod cache;
 mod engine;
 pub mod guests;
 mod limits;
-mod loader;
 mod plugin;
 
 pub use cache::{CacheOutcome, compile, default_cache_dir};
 pub use engine::engine;
 pub use limits::{DEFAULT_MEMORY_BYTES, DEFAULT_TIME, TICK, WasmLimits};
-pub use loader::Loader;
 pub use plugin::{WasmOptions, WasmPlugin};

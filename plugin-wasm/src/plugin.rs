@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use sluice_plugins::{Backend, CallFailure, Error, Instance, Result, abi, metadata};
+use sluice_plugin_host::{Backend, CallFailure, Error, Instance, Result, abi, metadata};
 use sluice_sdk::PluginInfo;
 use sluice_sdk::abi::{status, symbols};
 use wasmtime::{InstancePre, Linker, Memory, Module, Store, Trap, TypedFunc};

@@ -8,9 +8,10 @@ use std::sync::{Arc, OnceLock};
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_example_noise::GaussianNoise;
+use sluice_plugin_host::testing::{cdylib_beside_exe, digest, image_elements, run_stage};
+use sluice_plugin_host::{Backend, InProcess, PluginStage};
+use sluice_plugin_native::NativePlugin;
 use sluice_plugin_wasm::{CacheOutcome, WasmOptions, WasmPlugin, guests};
-use sluice_plugins::testing::{cdylib_beside_exe, digest, image_elements, run_stage};
-use sluice_plugins::{Backend, InProcess, NativePlugin, PluginStage};
 
 fn guest(package: &'static str) -> PathBuf {
     static NOISE: OnceLock<PathBuf> = OnceLock::new();

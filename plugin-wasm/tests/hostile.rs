@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use sluice_core::prelude::*;
+use sluice_plugin_host::{Error, PluginStage};
 use sluice_plugin_wasm::{WasmLimits, WasmOptions, WasmPlugin};
-use sluice_plugins::{Error, PluginStage};
 
 const INFO: &str = r#"{"abi_version":1,"name":"hostile","version":"0","kind":"map","inputs":[{"name":"value","dtype":"i64","rank":0}]}"#;
 

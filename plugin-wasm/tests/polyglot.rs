@@ -6,9 +6,9 @@ use std::process::Command;
 
 use serde_json::json;
 use sluice_core::prelude::*;
+use sluice_plugin_host::PluginStage;
+use sluice_plugin_host::testing::{digest, image_elements, run_stage};
 use sluice_plugin_wasm::{WasmOptions, WasmPlugin, guests};
-use sluice_plugins::PluginStage;
-use sluice_plugins::testing::{digest, image_elements, run_stage};
 use sluice_sdk::{DType, Kind};
 
 /// Compiles the C plugin into `dir` with clang (which `.ci/run` installs).
@@ -471,11 +471,11 @@ fn batch_bytes(elements: &[Vec<HandTensor<'_>>]) -> Vec<u8> {
 
 #[test]
 fn c_invert_speaks_the_documented_wire_format_and_refuses_malformed_batches() {
-    use sluice_plugins::Backend;
+    use sluice_plugin_host::Backend;
     let dir = tempfile::tempdir().unwrap();
     let plugin = load_invert(dir.path());
     let mut instance = plugin.instantiate(br#"{"p": 1}"#).unwrap();
-    let call = |instance: &mut Box<dyn sluice_plugins::Instance>, input: &[u8], n: usize| {
+    let call = |instance: &mut Box<dyn sluice_plugin_host::Instance>, input: &[u8], n: usize| {
         let mut out = None;
         let seeds: Vec<u64> = (0..n as u64).collect();
         instance
