@@ -1,4 +1,5 @@
-//! `sluice_plugin_check` on the example plugins (native and WASM builds, which must agree) and on deliberately broken plugins, each caught by the right check.
+//! `sluice_plugin_check` on the example plugins (native and WASM builds, which must agree)
+//! and on deliberately broken plugins, each caught by the right check.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -57,7 +58,7 @@ fn the_example_plugins_pass_and_their_builds_agree() {
 
 #[test]
 fn each_broken_plugin_is_caught_by_its_check() {
-    let broken = cdylib_beside_exe("sluice_broken_plugin").unwrap();
+    let broken = cdylib_beside_exe("sluice_test_plugin_broken").unwrap();
     let clean = check(&broken, &options(json!({"break": "none"}))).unwrap();
     assert!(clean.passed(), "{}", render(&clean));
     for (mode, failing, message) in [
@@ -100,7 +101,7 @@ fn each_broken_plugin_is_caught_by_its_check() {
 fn a_shrunk_case_is_minimal() {
     // `refuse` fails on images wider than 2 pixels: the minimal case is one element, 3 wide.
     let report = check(
-        &cdylib_beside_exe("sluice_broken_plugin").unwrap(),
+        &cdylib_beside_exe("sluice_test_plugin_broken").unwrap(),
         &options(json!({"break": "refuse"})),
     )
     .unwrap();

@@ -78,7 +78,7 @@ fn images(n: usize, u8_pixels: bool) -> Vec<Element> {
 }
 
 fn bench(c: &mut Criterion) {
-    let faulty = NativePlugin::load(library("sluice_faulty_plugin")).unwrap();
+    let faulty = NativePlugin::load(library("sluice_test_plugin_faulty")).unwrap();
     let mut instance = faulty.instantiate(b"{}").unwrap();
     let mut g = c.benchmark_group("abi_call");
     for n in [0usize, 1] {

@@ -53,7 +53,7 @@ fn a_loaded_plugin_gives_what_the_same_code_gives_in_process_at_any_parallelism(
 
 #[test]
 fn error_statuses_and_panics_fail_their_call_and_the_host_goes_on() {
-    let faulty = NativePlugin::load(library("sluice_faulty_plugin")).unwrap();
+    let faulty = NativePlugin::load(library("sluice_test_plugin_faulty")).unwrap();
     let values = |n: i64| Dataset::range(0, n);
     let stage = PluginStage::new(
         faulty.clone(),

@@ -86,7 +86,7 @@ fn scalar_batch(n: usize) -> (Vec<u8>, Vec<u64>) {
 
 fn bench(c: &mut Criterion) {
     let noise_wasm = wasm("sluice-example-noise");
-    let faulty_wasm = wasm("sluice-faulty-plugin");
+    let faulty_wasm = wasm("sluice-test-plugin-faulty");
 
     let mut g = c.benchmark_group("load");
     g.sample_size(10);
@@ -119,7 +119,7 @@ fn bench(c: &mut Criterion) {
     let backends: [(&str, Arc<dyn Backend>); 2] = [
         (
             "native",
-            NativePlugin::load(native("sluice_faulty_plugin")).unwrap(),
+            NativePlugin::load(native("sluice_test_plugin_faulty")).unwrap(),
         ),
         (
             "wasm",
