@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
+use sluice_guest_build as guests;
 use sluice_plugin_check::{CheckOptions, Outcome, Report, check, render};
-use sluice_plugin_wasm::guests;
 use sluice_plugins::testing::cdylib_beside_exe;
 
 fn options(config: serde_json::Value) -> CheckOptions {

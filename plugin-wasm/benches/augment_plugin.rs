@@ -19,9 +19,10 @@ use std::time::Instant;
 
 use serde_json::json;
 use sluice_core::prelude::*;
+use sluice_guest_build as guests;
 use sluice_plugin_host::{Backend, PluginStage};
 use sluice_plugin_native::NativePlugin;
-use sluice_plugin_wasm::{WasmOptions, WasmPlugin, guests};
+use sluice_plugin_wasm::{WasmOptions, WasmPlugin};
 
 fn backend(variant: &str) -> Option<(Arc<dyn Backend>, serde_json::Value)> {
     let (host, plugin) = variant.split_once('_')?;

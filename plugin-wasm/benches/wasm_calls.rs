@@ -19,9 +19,10 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_core::rng::{ElementRng, StreamKey};
+use sluice_guest_build as guests;
 use sluice_plugin_host::{Backend, PluginStage};
 use sluice_plugin_native::NativePlugin;
-use sluice_plugin_wasm::{WasmOptions, WasmPlugin, guests};
+use sluice_plugin_wasm::{WasmOptions, WasmPlugin};
 
 fn wasm(package: &str) -> PathBuf {
     guests::build(&guests::workspace_dir(), package).unwrap()

@@ -38,12 +38,10 @@
 //!   [`sluice_plugin_host::Error::Call`], naming the plugin, the element ids and the cause; the
 //!   pipeline's error policy fails the run or skips and counts them. The host keeps running.
 //! - `.wasm` and `.wat` files are accepted.
-//! - [`guests`] builds the workspace's guest crates for `wasm32-unknown-unknown`.
 #![deny(unsafe_code)]
 
 mod cache;
 mod engine;
-pub mod guests;
 mod limits;
 mod plugin;
 

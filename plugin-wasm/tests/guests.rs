@@ -1,4 +1,4 @@
-//! The example plugins compiled to wasm32 (built here by `sluice_plugin_wasm::guests`), run in
+//! The example plugins compiled to wasm32 (built here by `sluice_guest_build`), run in
 //! pipelines: bit for bit what the same code gives in-process and as a native library, at
 //! any parallelism; the compiled-module cache; configuration errors from inside the sandbox.
 
@@ -8,10 +8,11 @@ use std::sync::{Arc, OnceLock};
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_example_noise::GaussianNoise;
+use sluice_guest_build as guests;
 use sluice_plugin_host::testing::{cdylib_beside_exe, digest, image_elements, run_stage};
 use sluice_plugin_host::{Backend, InProcess, PluginStage};
 use sluice_plugin_native::NativePlugin;
-use sluice_plugin_wasm::{CacheOutcome, WasmOptions, WasmPlugin, guests};
+use sluice_plugin_wasm::{CacheOutcome, WasmOptions, WasmPlugin};
 
 fn guest(package: &'static str) -> PathBuf {
     static NOISE: OnceLock<PathBuf> = OnceLock::new();

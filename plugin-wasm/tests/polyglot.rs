@@ -2,13 +2,13 @@
 //! `examples/plugins/c-invert`), compiled to wasm32 with clang here, run in pipelines.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::json;
 use sluice_core::prelude::*;
+use sluice_guest_build as guests;
 use sluice_plugin_host::PluginStage;
 use sluice_plugin_host::testing::{digest, image_elements, run_stage};
-use sluice_plugin_wasm::{WasmOptions, WasmPlugin, guests};
+use sluice_plugin_wasm::{WasmOptions, WasmPlugin};
 use sluice_sdk::{DType, Kind};
 
 /// Compiles the C plugin into `dir` with clang (which `.ci/run` installs).
@@ -18,22 +18,7 @@ fn compile(dir: &std::path::Path) -> PathBuf {
 
 fn compile_with(dir: &std::path::Path, defines: &[&str]) -> PathBuf {
     let source = guests::workspace_dir().join("examples/plugins/c-brightness/brightness.c");
-    let out = dir.join("c_brightness.wasm");
-    let result = Command::new("clang")
-        .args(["--target=wasm32-unknown-unknown", "-O2", "-nostdlib"])
-        .args(["-Wl,--no-entry", "-Wl,--export-dynamic"])
-        .args(defines)
-        .arg("-o")
-        .arg(&out)
-        .arg(&source)
-        .output()
-        .expect("clang, to build the C plugin: apt-get install clang lld");
-    assert!(
-        result.status.success(),
-        "clang failed: {}",
-        String::from_utf8_lossy(&result.stderr)
-    );
-    out
+    guests::c(&source, &dir.join("c_brightness.wasm"), defines).unwrap()
 }
 
 fn load(dir: &std::path::Path) -> std::sync::Arc<WasmPlugin> {
@@ -151,28 +136,7 @@ const ABI_EXPORTS: [&str; 12] = [
 /// Compiles `examples/plugins/c-invert/invert.c` into `dir` with the README's command.
 fn compile_invert(dir: &std::path::Path) -> PathBuf {
     let source = guests::workspace_dir().join("examples/plugins/c-invert/invert.c");
-    let out = dir.join("c_invert.wasm");
-    let result = match Command::new("clang")
-        .args(["--target=wasm32-unknown-unknown", "-O2", "-nostdlib"])
-        .args(["-Wl,--no-entry", "-Wl,--export-dynamic", "-o"])
-        .arg(&out)
-        .arg(&source)
-        .output()
-    {
-        Ok(result) => result,
-        Err(e) => panic!(
-            "cannot run clang ({e}), needed to build the C plugin {}: install it with \
-             `apt-get update && apt-get install -y clang lld` (.ci/run does)",
-            source.display()
-        ),
-    };
-    assert!(
-        result.status.success(),
-        "clang failed on {} (is lld installed? `apt-get install -y clang lld`): {}",
-        source.display(),
-        String::from_utf8_lossy(&result.stderr)
-    );
-    out
+    guests::c(&source, &dir.join("c_invert.wasm"), &[]).unwrap()
 }
 
 fn load_invert(dir: &std::path::Path) -> std::sync::Arc<WasmPlugin> {
