@@ -84,6 +84,14 @@ pub enum Error {
         /// The extension, as the message shows it (`the extension .txt`, `no extension`).
         extension: String,
     },
+    /// A pipeline file's `limits` (the host's options) are not ones the host takes.
+    #[error("{path}: {message}")]
+    Limits {
+        /// The plugin file.
+        path: PathBuf,
+        /// What is wrong, naming the key (`limits.memory`, ...).
+        message: String,
+    },
     /// `limits` were given for a native plugin, which cannot be limited.
     #[error(
         "{path}: `limits` apply to WASM plugins only: a native plugin runs inside the host process and cannot be limited (remove `limits`, or use the plugin's .wasm build)"

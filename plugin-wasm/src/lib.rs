@@ -47,5 +47,5 @@ mod plugin;
 
 pub use cache::{CacheOutcome, compile, default_cache_dir};
 pub use engine::engine;
-pub use limits::{DEFAULT_MEMORY_BYTES, DEFAULT_TIME, TICK, WasmLimits};
+pub use limits::{DEFAULT_MEMORY_BYTES, DEFAULT_TIME, MIN_MEMORY_BYTES, TICK, WasmLimits};
 pub use plugin::{WasmOptions, WasmPlugin};

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use sluice_core::pipeline_file::{LoadedPlugin, PluginLoader, PluginStageSpec};
 use sluice_plugin_host::{Backend, Error, PluginStage, Result};
@@ -42,19 +41,13 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// The WASM options for `spec`: its limits over the defaults.
-    pub fn wasm_options(&self, spec: &PluginStageSpec) -> WasmOptions {
-        let mut limits = WasmLimits::default();
-        if let Some(memory) = spec.limits.memory {
-            limits = limits.memory_bytes(memory.0);
-        }
-        if let Some(ms) = spec.limits.time_ms {
-            limits = limits.time(Duration::from_millis(ms));
-        }
-        WasmOptions {
-            limits,
+    /// The WASM options for `spec`: its `limits` over the defaults
+    /// ([`WasmLimits::from_options`], which refuses unknown keys and impossible values).
+    pub fn wasm_options(&self, spec: &PluginStageSpec) -> Result<WasmOptions> {
+        Ok(WasmOptions {
+            limits: WasmLimits::from_options(&spec.path, &spec.limits)?,
             cache_dir: self.cache_dir.clone(),
-        }
+        })
     }
 
     /// The backend for the plugin file of `spec`, chosen by its extension.
@@ -73,7 +66,10 @@ impl Loader {
                 exists(path)?;
                 Ok(NativePlugin::load(path)?)
             }
-            Some("wasm" | "wat") => Ok(WasmPlugin::load_with(path, &self.wasm_options(spec))?),
+            Some("wasm" | "wat") => {
+                let options = self.wasm_options(spec)?;
+                Ok(WasmPlugin::load_with(path, &options)?)
+            }
             other => Err(Error::UnknownExtension {
                 path: path.to_path_buf(),
                 extension: match other {

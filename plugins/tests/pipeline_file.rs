@@ -213,4 +213,29 @@ fn bad_plugin_stages_fail_before_anything_runs() {
             .contains("`limits` apply to WASM plugins only"),
         "{e}"
     );
+
+    // A WASM plugin's limits are the WASM host's options: checked (before the module is
+    // read) with the same messages as ever, as the stage's error.
+    for (body, message) in [
+        (
+            "limits = { mem = \"1MiB\" }\n",
+            "`limits`: unknown field `mem`, expected one of `memory`, `time_ms`; did you mean \
+             `memory`?",
+        ),
+        (
+            "limits = { memory = \"1KiB\" }\n",
+            "`limits.memory` must be at least 64KiB (one WASM page), got 1024 bytes",
+        ),
+        (
+            "[stage.limits]\ntime_ms = 0\n",
+            "`limits.time_ms` must be at least 1",
+        ),
+    ] {
+        let e = build_error(data.path(), body, Some("plugins/noise.wasm"));
+        assert!(matches!(e, CoreError::Plugin { stage: 2, .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!("stage 2 (plugin plugins/noise.wasm): plugins/noise.wasm: {message}")
+        );
+    }
 }
