@@ -40,7 +40,8 @@ fn main() {
         }
         Err(why) => {
             println!(
-                "cargo::warning=`sluice demo` will run without its WASM augmentation: {}",
+                "cargo::warning=`sluice demo` will run without its WASM augmentation: {} (`rustup \
+                 target add wasm32-unknown-unknown`, then rebuild)",
                 why.lines().next().unwrap_or_default()
             );
             write(&out.join("demo_guest.wasm"), b"");
@@ -66,7 +67,12 @@ fn build(workspace: &Path, out: &Path) -> Result<PathBuf, String> {
         // A build script does not change the toolchain.
         add_target: false,
     };
-    sluice_guest_build::build_with(workspace, GUEST, &options).map_err(|e| e.to_string())
+    sluice_guest_build::build_with(workspace, GUEST, &options).map_err(|e| match e {
+        sluice_guest_build::Error::MissingTarget => {
+            format!("the {} target is not installed", sluice_guest_build::TARGET)
+        }
+        other => other.to_string(),
+    })
 }
 
 /// `rustup target add` rewrites `<sysroot>/lib/rustlib/components`; `None` without rustup.
