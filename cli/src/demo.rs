@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
-use sluice_core::pipeline_file::{PipelineFile, PluginStageSpec};
+use sluice_core::pipeline_file::PipelineFile;
 
 use crate::r#gen::{self, GenArgs};
 use crate::image_records::plural;
@@ -24,8 +24,15 @@ const PIPELINE_FILE: &str = "examples/pipelines/wasm_augment.toml";
 const PLAIN_PIPELINE: &str = include_str!("../../examples/pipelines/gen_augment.toml");
 /// Where [`PLAIN_PIPELINE`] comes from.
 const PLAIN_PIPELINE_FILE: &str = "examples/pipelines/gen_augment.toml";
-/// The guest crate of the demo's WASM augmentation.
-const GUEST: &str = "sluice-example-solarize";
+/// The demo's WASM augmentation: `examples/plugins/solarize` (crate
+/// `sluice-example-solarize`) compiled for wasm32 by the build script (`build.rs`); empty
+/// when this binary was built without it.
+const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/demo_guest.wasm"));
+/// Why [`GUEST_WASM`] is empty (empty when it is not).
+const GUEST_MISSING: &str = include_str!(concat!(env!("OUT_DIR"), "/demo_guest.missing"));
+/// The module's file name beside the data, as `wasm_augment.toml` names it (so
+/// `--plugin-dir DIR` finds it).
+const GUEST_FILE: &str = "sluice_example_solarize.wasm";
 /// Height and width of the generated images.
 const SIZE: u32 = 256;
 /// Shards of the generated dataset (fewer when there are fewer images).
@@ -42,8 +49,10 @@ run the default augmentation pipeline on it.
 
 1. Writes --images synthetic 256x256 JPEGs in 10 classes as 4 TFRecord shards (what \
 `sluice gen` writes) to a new temporary directory, or to --keep DIR.
-2. Builds the WASM augmentation, the example plugin gray_solarize, for wasm32 from this \
-repository's sources (adding the wasm32-unknown-unknown target with rustup if it is missing).
+2. Writes the WASM augmentation beside the data: the example plugin gray_solarize, compiled \
+for wasm32 when this binary was built and carried inside it. A binary built without the \
+wasm32-unknown-unknown target says how to add it and runs the pipeline without the plugin, \
+as --no-wasm does.
 3. Runs the pipeline of examples/pipelines/wasm_augment.toml (built into the binary) on them \
 for --epochs passes: interleave (4 files, parallel reads) -> parse_example -> image_ops \
 (decode, random crop 224x224, random flip) -> gray_solarize (WASM, sandboxed: no imports, \
@@ -53,8 +62,8 @@ without the plugin). A progress bar shows on stderr on a terminal.
 4. Prints what `sluice run` prints: the per-stage table (elements, threads, busy %, time \
 waiting on upstream and downstream, buffer) with the bottleneck, and the totals; then one \
 line with the images per second.
-5. Deletes the temporary directory (--keep DIR: keeps the data, which `sluice run \
-examples/pipelines/wasm_augment.toml --data DIR` reads again from the repository's root).
+5. Deletes the temporary directory (--keep DIR: keeps the data and the module, which `sluice \
+run examples/pipelines/wasm_augment.toml --data DIR --plugin-dir DIR` reads again).
 
 --json prints one JSON object instead (and nothing else on stdout): the fields of `sluice \
 run --json`, plus `data` (dir, kept, images, size, shards, bytes).",
@@ -63,7 +72,7 @@ Examples:
   sluice demo
   sluice demo --images 2048 --epochs 1
   sluice demo --no-wasm
-  sluice demo --keep data && sluice run examples/pipelines/wasm_augment.toml --data data
+  sluice demo --keep data && sluice run examples/pipelines/wasm_augment.toml --data data --plugin-dir data
   sluice demo --images 64 --epochs 1 --json"
 )]
 pub(crate) struct DemoArgs {
@@ -86,7 +95,7 @@ pub(crate) struct DemoArgs {
     #[arg(long)]
     json: bool,
 
-    /// Run the pipeline without the WASM augmentation (no wasm32 build needed).
+    /// Run the pipeline without the WASM augmentation.
     #[arg(long)]
     no_wasm: bool,
 }
@@ -159,42 +168,39 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
         ),
     )?;
 
-    let (text, file) = if args.no_wasm {
-        (PLAIN_PIPELINE, PLAIN_PIPELINE_FILE)
-    } else {
+    let wasm = !args.no_wasm && !GUEST_WASM.is_empty();
+    if !args.no_wasm && !wasm {
+        // On stderr: with --json, stdout is the JSON object alone.
+        eprintln!(
+            "sluice demo: this sluice was built without the demo's WASM augmentation ({}); to \
+             include it, add the target with `rustup target add wasm32-unknown-unknown` and \
+             rebuild (`cargo run --release -- demo`). Running the same pipeline without the \
+             plugin ({PLAIN_PIPELINE_FILE}, as --no-wasm does).",
+            GUEST_MISSING.lines().next().unwrap_or("no module")
+        );
+    }
+    let (text, file) = if wasm {
         (PIPELINE, PIPELINE_FILE)
+    } else {
+        (PLAIN_PIPELINE, PLAIN_PIPELINE_FILE)
     };
     let mut pipeline = PipelineFile::from_toml_named(text, file)?.with_data_dir(dir);
     // Exactly the shards just written, not others a --keep DIR may already hold.
     pipeline.source.files = vec![format!("{NAME}.tfrecord-*-of-{shards:05}")];
-    if !args.no_wasm {
-        let workspace = sluice_wasm::guests::workspace_dir();
-        anyhow::ensure!(
-            workspace.join("examples/plugins/solarize").is_dir(),
-            "the demo's WASM augmentation is built from the repository's sources, which are not \
-             at {} any more: run the demo from the repository (`cargo run --release -- demo`), \
-             or pass --no-wasm",
-            workspace.display()
-        );
-        say(
-            &mut out,
-            format!("sluice demo: building the WASM augmentation ({GUEST}) for wasm32"),
-        )?;
-        let started = Instant::now();
-        let wasm = sluice_wasm::guests::build(&workspace, GUEST)?;
+    if wasm {
+        let module = dir.join(GUEST_FILE);
+        std::fs::write(&module, GUEST_WASM)
+            .with_context(|| format!("cannot write {}", module.display()))?;
         say(
             &mut out,
             format!(
-                "  built {} in {:.1}s",
-                wasm.display(),
-                started.elapsed().as_secs_f64()
+                "sluice demo: wrote the WASM augmentation (gray_solarize, built into this binary, \
+                 {} KiB) to {}",
+                GUEST_WASM.len().div_ceil(1024),
+                module.display()
             ),
         )?;
-        for stage in &mut pipeline.stages {
-            if let Some(plugin) = stage.get_mut::<PluginStageSpec>() {
-                plugin.path = wasm.clone();
-            }
-        }
+        pipeline = pipeline.with_plugin_dir(dir);
     }
     let stages: Vec<&str> = pipeline.stages.iter().map(|s| s.kind()).collect();
     say(
@@ -209,7 +215,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
         ),
     )?;
     let batched = pipeline.output_is_batched();
-    let dataset = pipeline.build_with(&sluice_wasm::Loader::default())?;
+    let dataset = pipeline.build_with(&sluice_plugins::Loader::default())?;
     let ran = run::run_epochs(&dataset, batched, args.epochs, None, |_| Ok(()))?;
     let summary = Summary::new(pipeline.name.as_deref(), file.to_string(), &ran);
 
@@ -248,9 +254,14 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
             data.images,
         )?;
         if data.kept {
+            let plugin_dir = if wasm {
+                format!(" --plugin-dir {}", data.dir)
+            } else {
+                String::new()
+            };
             writeln!(
                 out,
-                "sluice demo: kept the data in {} ({NAME}.tfrecord-*-of-{:05}); run the pipeline on it again with: sluice run {file} --data {}",
+                "sluice demo: kept the data in {} ({NAME}.tfrecord-*-of-{:05}); run the pipeline on it again with: sluice run {file} --data {}{plugin_dir}",
                 data.dir, data.shards, data.dir
             )?;
         } else {

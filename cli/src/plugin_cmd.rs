@@ -1,5 +1,5 @@
 //! `sluice plugin check PLUGIN`: property checks of a native or WASM plugin against its own
-//! declared contract (see `sluice_wasm::plugin_check`).
+//! declared contract (see `sluice_plugin_check`).
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use sluice_wasm::plugin_check::{CheckOptions, Outcome, check, render};
+use sluice_plugin_check::{CheckOptions, Outcome, check, render};
 
 /// Plugin tools.
 #[derive(Debug, Args)]
@@ -62,7 +62,7 @@ struct CheckArgs {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     time_ms: u64,
     /// WASM memory cap per instance, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = sluice_wasm::DEFAULT_MEMORY_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = sluice_plugins::wasm::DEFAULT_MEMORY_BYTES)]
     memory: u64,
     /// Print one JSON object instead of the text report.
     #[arg(long)]

@@ -441,7 +441,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         pipeline.options.seed = Some(seed);
     }
     let batched = pipeline.output_is_batched();
-    let dataset = pipeline.build_with(&sluice_wasm::Loader::default())?;
+    let dataset = pipeline.build_with(&sluice_plugins::Loader::default())?;
     let mut output = match &args.output {
         Some(dir) => Some(Shards::create(dir, args.shards)?),
         None => None,

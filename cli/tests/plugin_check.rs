@@ -44,7 +44,7 @@ fn a_broken_plugin_fails_with_the_check_and_a_minimal_case() {
     let out = sluice()
         .args(["plugin", "check", "--cases", "8", "--config"])
         .arg(&config)
-        .arg(cdylib_beside_exe("sluice_broken_plugin").unwrap())
+        .arg(cdylib_beside_exe("sluice_test_plugin_broken").unwrap())
         .output()
         .unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
@@ -56,7 +56,7 @@ fn a_broken_plugin_fails_with_the_check_and_a_minimal_case() {
     let out = sluice()
         .args(["plugin", "check", "--json", "--cases", "4", "--config"])
         .arg(&config)
-        .arg(cdylib_beside_exe("sluice_broken_plugin").unwrap())
+        .arg(cdylib_beside_exe("sluice_test_plugin_broken").unwrap())
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -1,7 +1,13 @@
-//! `sluice-plugins`: run plugins built with `sluice-sdk` in Sluice pipelines. This crate
-//! is the native host (C-ABI shared libraries, loaded with libloading) and holds what every
-//! host shares ([`host`]): the pipeline stage, the element conversion and the contracts.
-//! The WASM host (`sluice-wasm`) plugs into the same [`Backend`] trait.
+//! `sluice-plugins`: run plugins built with `sluice-sdk` in Sluice pipelines. The crate
+//! users and `sluice run` depend on: [`Loader`], the loader of pipeline files' plugin
+//! stages, which picks the host by the plugin file's extension, and the plugin hosts in
+//! one place:
+//!
+//! | Crate | Re-exported as | What |
+//! |---|---|---|
+//! | `sluice-plugin-host` | [`host`], and its main items here | what every host shares: [`Backend`], [`Instance`], [`PluginStage`], the ABI and metadata checks, the wire format, the contracts, [`Error`], [`testing`] |
+//! | `sluice-plugin-native` | [`native`], [`NativePlugin`] | C-ABI shared libraries (`.so`, `.dylib`, `.dll`), loaded with libloading |
+//! | `sluice-plugin-wasm` | [`wasm`], [`WasmPlugin`] | `wasm32` modules (`.wasm`, `.wat`) sandboxed in wasmtime, with memory and time limits |
 //!
 //! ```no_run
 //! use sluice_core::prelude::*;
@@ -38,14 +44,19 @@
 //!   the file's extension; pass it to `PipelineFile::build_with`.
 #![deny(unsafe_code)]
 
-mod error;
-pub mod host;
 mod loader;
-#[allow(unsafe_code)]
-mod native;
-pub mod testing;
 
-pub use error::{Error, Result};
-pub use host::{Backend, CallFailure, InProcess, Instance, PluginStage};
 pub use loader::{Loader, loaded};
-pub use native::NativePlugin;
+pub use sluice_plugin_host::{
+    Backend, CallFailure, Error, InProcess, Instance, PluginStage, Result, abi, contract, metadata,
+    testing, wire,
+};
+pub use sluice_plugin_native::NativePlugin;
+pub use sluice_plugin_wasm::{CacheOutcome, WasmLimits, WasmOptions, WasmPlugin};
+
+/// The host core (`sluice-plugin-host`).
+pub use sluice_plugin_host as host;
+/// The native host (`sluice-plugin-native`).
+pub use sluice_plugin_native as native;
+/// The WASM host (`sluice-plugin-wasm`): also its engine, compile cache and default limits.
+pub use sluice_plugin_wasm as wasm;

@@ -1,14 +1,14 @@
 //! [`Loader`]: the plugin loader of pipeline files (`kind = "plugin"` stages), which
-//! `sluice run` passes to `PipelineFile::build_with`.
+//! `sluice run` passes to `PipelineFile::build_with`. It knows both hosts and picks one by
+//! the plugin file's extension.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sluice_core::pipeline_file::{LoadedPlugin, PluginLoader, PluginStageSpec};
-
-use crate::error::{Error, Result};
-use crate::host::{Backend, PluginStage};
-use crate::native::NativePlugin;
+use sluice_plugin_host::{Backend, Error, PluginStage, Result};
+use sluice_plugin_native::NativePlugin;
+use sluice_plugin_wasm::{WasmLimits, WasmOptions, WasmPlugin};
 
 /// Loads the plugin of a pipeline file's `plugin` stage with the host its file extension
 /// names, creates it with the stage's config (so an invalid config is reported, in the
@@ -17,7 +17,7 @@ use crate::native::NativePlugin;
 /// | Extension | Host |
 /// |---|---|
 /// | `.so`, `.dylib`, `.dll` | native ([`NativePlugin`]); `limits` are refused: a native plugin runs inside the host process and cannot be limited |
-/// | `.wasm`, `.wat` | not this loader's: an error ([`Error::NoWasmHost`]); `sluice_wasm::Loader` loads them and delegates the rest here |
+/// | `.wasm`, `.wat` | WASM ([`WasmPlugin`]), sandboxed with the stage's `limits` over [`WasmLimits::default`] |
 /// | anything else | [`Error::UnknownExtension`] |
 ///
 /// The stage is labelled `plugin:NAME` (the plugin's declared name) in stats; its cache
@@ -28,14 +28,28 @@ use crate::native::NativePlugin;
 ///
 /// # fn main() -> sluice_core::Result<()> {
 /// let pipeline = PipelineFile::load("examples/pipelines/plugin_noise.toml")?;
-/// let dataset = pipeline.build_with(&sluice_plugins::Loader)?;
+/// let dataset = pipeline.build_with(&sluice_plugins::Loader::default())?;
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Loader;
+#[derive(Debug, Clone, Default)]
+pub struct Loader {
+    /// Where compiled WASM modules are cached: `None` uses
+    /// [`default_cache_dir`](sluice_plugin_wasm::default_cache_dir); `Some(None)` disables
+    /// the cache.
+    pub cache_dir: Option<Option<PathBuf>>,
+}
 
 impl Loader {
+    /// The WASM options for `spec`: its `limits` over the defaults
+    /// ([`WasmLimits::from_options`], which refuses unknown keys and impossible values).
+    pub fn wasm_options(&self, spec: &PluginStageSpec) -> Result<WasmOptions> {
+        Ok(WasmOptions {
+            limits: WasmLimits::from_options(&spec.path, &spec.limits)?,
+            cache_dir: self.cache_dir.clone(),
+        })
+    }
+
     /// The backend for the plugin file of `spec`, chosen by its extension.
     pub fn backend(&self, spec: &PluginStageSpec) -> Result<Arc<dyn Backend>> {
         let path = spec.path.as_path();
@@ -52,10 +66,10 @@ impl Loader {
                 exists(path)?;
                 Ok(NativePlugin::load(path)?)
             }
-            // sluice_wasm::Loader takes these before delegating here.
-            Some("wasm" | "wat") => Err(Error::NoWasmHost {
-                path: path.to_path_buf(),
-            }),
+            Some("wasm" | "wat") => {
+                let options = self.wasm_options(spec)?;
+                Ok(WasmPlugin::load_with(path, &options)?)
+            }
             other => Err(Error::UnknownExtension {
                 path: path.to_path_buf(),
                 extension: match other {
@@ -88,7 +102,7 @@ impl PluginLoader for Loader {
 
 /// A pipeline file's plugin stage over `backend`: the plugin created with the stage's config
 /// (so a bad config fails now, in the plugin's words), named and fingerprinted. Every
-/// loader (this one, the WASM host's) ends here.
+/// loader ends here (this one, or one of your own for another kind of backend).
 pub fn loaded(
     backend: Arc<dyn Backend>,
     spec: &PluginStageSpec,

@@ -94,7 +94,7 @@ fn pipeline(data: &Path, plugin: Option<&str>, seed: u64) -> PipelineFile {
 }
 
 fn run(p: &PipelineFile) -> Vec<Element> {
-    p.build_with(&Loader).unwrap().collect().unwrap()
+    p.build_with(&Loader::default()).unwrap().collect().unwrap()
 }
 
 fn image(e: &Element) -> Vec<u32> {
@@ -139,7 +139,7 @@ fn the_noise_plugin_changes_the_images_reproducibly_from_the_seed() {
 fn stats_name_the_plugin() {
     let data = data();
     let dataset = pipeline(data.path(), Some("num_parallel = 2\n"), 1)
-        .build_with(&Loader)
+        .build_with(&Loader::default())
         .unwrap();
     assert_eq!(dataset.collect().unwrap().len(), RECORDS);
     let stats = dataset.stats().unwrap();
@@ -149,8 +149,8 @@ fn stats_name_the_plugin() {
     let a = pipeline(data.path(), Some("config = { sigma = 0.1 }\n"), 1);
     let b = pipeline(data.path(), Some("config = { sigma = 0.2 }\n"), 1);
     assert_ne!(
-        a.build_with(&Loader).unwrap().fingerprint(),
-        b.build_with(&Loader).unwrap().fingerprint()
+        a.build_with(&Loader::default()).unwrap().fingerprint(),
+        b.build_with(&Loader::default()).unwrap().fingerprint()
     );
 }
 
@@ -161,7 +161,7 @@ fn build_error(data: &Path, body: &str, path: Option<&str>) -> CoreError {
     if let (Some(path), Some(s)) = (path, p.stages[1].get_mut::<PluginStageSpec>()) {
         s.path = PathBuf::from(path);
     }
-    p.build_with(&Loader).unwrap_err()
+    p.build_with(&Loader::default()).unwrap_err()
 }
 
 #[test]
@@ -185,15 +185,16 @@ fn bad_plugin_stages_fail_before_anything_runs() {
         "{e}"
     );
 
-    // A missing file, a WASM module (no WASM host yet), an unknown extension.
+    // A missing file, a missing WASM module (the WASM host's error), an unknown extension.
     let e = build_error(data.path(), "", Some("no/such/libplugin.so"));
     let text = e.to_string();
     assert!(text.contains("no/such/libplugin.so"), "{text}");
     assert!(text.contains("no such file"), "{text}");
     let e = build_error(data.path(), "", Some("plugins/noise.wasm"));
+    assert!(matches!(e, CoreError::Plugin { stage: 2, .. }), "{e}");
     assert!(
         e.to_string()
-            .ends_with("plugins/noise.wasm: WASM plugins need the WASM host: load pipelines with `sluice_wasm::Loader` (as `sluice run` does), not `sluice_plugins::Loader`"),
+            .contains("plugins/noise.wasm: cannot load the plugin: "),
         "{e}"
     );
     let e = build_error(data.path(), "", Some("plugins/noise.txt"));
@@ -212,4 +213,29 @@ fn bad_plugin_stages_fail_before_anything_runs() {
             .contains("`limits` apply to WASM plugins only"),
         "{e}"
     );
+
+    // A WASM plugin's limits are the WASM host's options: checked (before the module is
+    // read) with the same messages as ever, as the stage's error.
+    for (body, message) in [
+        (
+            "limits = { mem = \"1MiB\" }\n",
+            "`limits`: unknown field `mem`, expected one of `memory`, `time_ms`; did you mean \
+             `memory`?",
+        ),
+        (
+            "limits = { memory = \"1KiB\" }\n",
+            "`limits.memory` must be at least 64KiB (one WASM page), got 1024 bytes",
+        ),
+        (
+            "[stage.limits]\ntime_ms = 0\n",
+            "`limits.time_ms` must be at least 1",
+        ),
+    ] {
+        let e = build_error(data.path(), body, Some("plugins/noise.wasm"));
+        assert!(matches!(e, CoreError::Plugin { stage: 2, .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!("stage 2 (plugin plugins/noise.wasm): plugins/noise.wasm: {message}")
+        );
+    }
 }

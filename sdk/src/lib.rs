@@ -2,8 +2,8 @@
 //! native cdylib or for `wasm32-unknown-unknown`, and run them in any Sluice pipeline.
 //!
 //! A plugin is a type implementing [`Plugin`]; [`export_plugin!`] exports the stable C ABI
-//! that the hosts load (`sluice-plugins` for native libraries, `sluice-wasm` for WASM
-//! modules). The ABI is written down byte by byte in `sdk/ABI.md`, so a plugin can also be
+//! that the hosts load (`sluice-plugin-native` for native libraries, `sluice-plugin-wasm` for
+//! WASM modules; `sluice-plugins` brings both). The ABI is written down byte by byte in `sdk/ABI.md`, so a plugin can also be
 //! written in any language that produces a C-ABI library or a wasm32 module.
 //!
 //! ```

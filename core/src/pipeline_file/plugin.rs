@@ -20,12 +20,8 @@ use crate::parallelism::NumParallel;
 use crate::registry::{AppendContext, Spec};
 use crate::stages::map_chunks::{ChunkFn, MapChunksSpec, MapChunksStage};
 
-use super::options::ByteSize;
 use crate::invalid::{Invalid, Key, under};
 use crate::parallelism::check_num_parallel;
-
-/// The smallest `limits.memory`: one WASM page.
-const MIN_MEMORY: u64 = 64 << 10;
 
 /// Runs a user transform built with `sluice-sdk` (see the README's Plugins section and
 /// `sdk/ABI.md`): one plugin call per chunk of `chunk_size` consecutive elements, with one
@@ -72,10 +68,16 @@ pub struct PluginStageSpec {
     /// Keep the input order with several threads (default true).
     #[serde(default = "yes")]
     pub deterministic: bool,
-    /// Resource limits, for WASM plugins only (a native plugin runs in the host process
-    /// and cannot be limited).
-    #[serde(default, skip_serializing_if = "PluginLimits::is_empty")]
-    pub limits: PluginLimits,
+    /// The `limits` table: options for the host that runs the plugin, which core does not
+    /// interpret and gives to the [`PluginLoader`] as written. The WASM host takes `memory`
+    /// and `time_ms` and checks them; a native plugin runs in the host process and cannot
+    /// be limited, so its loader refuses any. Values become JSON as `config`'s do.
+    #[serde(
+        default,
+        deserialize_with = "limits_table",
+        skip_serializing_if = "Map::is_empty"
+    )]
+    pub limits: Map<String, Value>,
 }
 
 fn default_chunk_size() -> usize {
@@ -90,31 +92,6 @@ fn is_sequential(n: &NumParallel) -> bool {
     *n == NumParallel::Sequential
 }
 
-/// The `limits` table of a `plugin` stage: what one instance of a WASM plugin may use.
-/// Native plugins run in the host process and cannot be limited, so a loader refuses
-/// limits on them.
-///
-/// ```toml
-/// limits = { memory = "64MiB", time_ms = 1000 }
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PluginLimits {
-    /// The most linear memory an instance may grow to (at least 64KiB, one WASM page).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<ByteSize>,
-    /// The longest one call may run, in milliseconds (≥ 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_ms: Option<u64>,
-}
-
-impl PluginLimits {
-    /// No limit set.
-    pub fn is_empty(&self) -> bool {
-        self.memory.is_none() && self.time_ms.is_none()
-    }
-}
-
 impl PluginStageSpec {
     /// A stage running the plugin at `path` with an empty config, sequentially, 64
     /// elements per call.
@@ -125,7 +102,7 @@ impl PluginStageSpec {
             num_parallel: NumParallel::Sequential,
             chunk_size: default_chunk_size(),
             deterministic: true,
-            limits: PluginLimits::default(),
+            limits: Map::new(),
         }
     }
 
@@ -178,20 +155,6 @@ impl PluginStageSpec {
             ));
         }
         check_num_parallel("plugin", self.num_parallel)?;
-        if let Some(m) = self.limits.memory
-            && m.0 < MIN_MEMORY
-        {
-            return Err(Invalid::new(
-                under(base, &["limits", "memory"]),
-                format!("plugin: `limits.memory` must be at least 64KiB (one WASM page), got {m}"),
-            ));
-        }
-        if self.limits.time_ms == Some(0) {
-            return Err(Invalid::new(
-                under(base, &["limits", "time_ms"]),
-                "plugin: `limits.time_ms` must be at least 1",
-            ));
-        }
         Ok(())
     }
 }
@@ -252,10 +215,20 @@ impl PluginLoader for NoPluginLoader {
 
 /// `config`: a table whose values become JSON, refusing what JSON cannot hold.
 fn json_table<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
+    table(d, "config")
+}
+
+/// `limits`: a table of host options, as JSON like `config`.
+fn limits_table<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
+    table(d, "limits")
+}
+
+/// The table `key`, its values as JSON.
+fn table<'de, D: Deserializer<'de>>(d: D, key: &str) -> Result<Map<String, Value>, D::Error> {
     match Json::deserialize(d)?.0 {
         Value::Object(map) => Ok(map),
         other => Err(serde::de::Error::custom(format!(
-            "`config` must be a table, got {}",
+            "`{key}` must be a table, got {}",
             json_kind(&other)
         ))),
     }

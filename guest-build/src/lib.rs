@@ -1,0 +1,24 @@
+//! `sluice-guest-build`: builds the workspace's WASM guests, so tests, benches and the
+//! CLI never depend on files built by hand, and no library runs cargo or clang at run
+//! time. A development crate (`publish = false`): a dev-dependency of the tests and benches
+//! that run guests, and a build-dependency of the CLI, whose build script builds the
+//! module `sluice demo` carries.
+//!
+//! - [`build`] / [`build_with`]: a Rust guest crate (`sluice-example-noise`, ...) with cargo
+//!   for `wasm32-unknown-unknown` (release, `simd128`, no debug info).
+//! - [`c`]: a C plugin (`examples/plugins/c-*`) with clang.
+//!
+//! ```no_run
+//! let workspace = sluice_guest_build::workspace_dir();
+//! let wasm = sluice_guest_build::build(&workspace, "sluice-example-noise")?;
+//! # Ok::<(), sluice_guest_build::Error>(())
+//! ```
+#![deny(unsafe_code)]
+
+mod c;
+mod error;
+mod rust;
+
+pub use c::c;
+pub use error::Error;
+pub use rust::{Options, TARGET, build, build_with, output_path, workspace_dir};

@@ -1,0 +1,208 @@
+//! [`PluginStage`]: a plugin ready to run in pipelines, a pool of its instances and the
+//! chunk function core's `map_chunks` runs, one plugin call per chunk of elements.
+//!
+//! What crosses the boundary: the features the plugin declares as inputs (all dense
+//! features when it declares none). What comes back is merged into a copy of the input
+//! element it names: returned tensors replace or add features, the rest are kept.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rand::RngCore;
+use sluice_core::rng::ElementRng;
+use sluice_core::stages::map_chunks::{ChunkFn, MapChunksSpec, MapChunksStage};
+use sluice_core::{Dataset, Element};
+use sluice_sdk::wire::decode_batch;
+use sluice_sdk::{Kind, PluginInfo};
+
+use crate::backend::{Backend, Instance};
+use crate::contract::check_feature;
+use crate::error::{Error, Result};
+use crate::wire::{encode, to_core};
+
+/// An idle instance and the input buffer it last used.
+type Idle = (Box<dyn Instance>, Vec<u8>);
+
+/// A plugin ready to run in pipelines: a backend, a configuration, and a pool of instances
+/// (one per worker thread in use; an instance that panicked or trapped is discarded).
+pub struct PluginStage {
+    backend: Arc<dyn Backend>,
+    config: Vec<u8>,
+    /// Idle instances, each with the input buffer it last used (kept for its memory).
+    pool: Mutex<Vec<Idle>>,
+}
+
+impl std::fmt::Debug for PluginStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginStage")
+            .field("plugin", &self.backend.info().name)
+            .field("source", &self.backend.source())
+            .finish()
+    }
+}
+
+impl PluginStage {
+    /// A stage for `backend` with `config` (a JSON object; `null` means `{}`). One
+    /// instance is created now, so an invalid configuration is reported before anything
+    /// runs.
+    pub fn new(backend: Arc<dyn Backend>, config: &serde_json::Value) -> Result<Arc<PluginStage>> {
+        let config = match config {
+            serde_json::Value::Null => b"{}".to_vec(),
+            serde_json::Value::Object(_) => config.to_string().into_bytes(),
+            other => {
+                return Err(Error::Config {
+                    plugin: backend.info().name.clone(),
+                    message: format!("expected a table, got {other}"),
+                });
+            }
+        };
+        let first = backend.instantiate(&config)?;
+        Ok(Arc::new(PluginStage {
+            backend,
+            config,
+            pool: Mutex::new(vec![(first, Vec::new())]),
+        }))
+    }
+
+    /// The plugin's metadata.
+    pub fn info(&self) -> &PluginInfo {
+        self.backend.info()
+    }
+
+    /// Where the plugin was loaded from (its file, for a native plugin).
+    pub fn source(&self) -> String {
+        self.backend.source()
+    }
+
+    /// This plugin as a pipeline stage after `dataset`, one call per chunk of
+    /// `spec.chunk_size` elements, on `spec.num_parallel` threads; stats show it as
+    /// `plugin:NAME`.
+    pub fn apply(self: &Arc<Self>, dataset: &Dataset, spec: MapChunksSpec) -> Dataset {
+        let label = format!(
+            "plugin {} {} ({}) config {}",
+            self.info().name,
+            self.info().version,
+            self.backend.source(),
+            String::from_utf8_lossy(&self.config)
+        );
+        Dataset::from_stage(
+            MapChunksStage::new(spec, self.chunk_fn(), label)
+                .with_display_name(format!("plugin:{}", self.info().name)),
+            vec![dataset.clone()],
+        )
+    }
+
+    /// The function `map_chunks` runs.
+    pub fn chunk_fn(self: &Arc<Self>) -> ChunkFn {
+        let me = Arc::clone(self);
+        Arc::new(move |chunk, rngs| me.call(chunk, rngs).map_err(sluice_core::Error::from))
+    }
+
+    fn name(&self) -> &str {
+        &self.info().name
+    }
+
+    fn give_back(&self, instance: Box<dyn Instance>, buf: Vec<u8>) {
+        self.pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((instance, buf));
+    }
+
+    /// Runs one call on `elements` (one RNG each): the outputs with their input's index.
+    pub fn call(
+        &self,
+        elements: Vec<Element>,
+        rngs: &mut [ElementRng],
+    ) -> Result<Vec<(usize, Element)>> {
+        let info = self.info();
+        let seeds: Vec<u64> = rngs.iter_mut().map(|r| r.next_u64()).collect();
+        let ids = || {
+            let ids: Vec<String> = elements.iter().map(|e| e.id().to_string()).collect();
+            format!("[{}]", ids.join(", "))
+        };
+        let (mut instance, buf) = {
+            let pooled = self
+                .pool
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            match pooled {
+                Some(pair) => pair,
+                None => (self.backend.instantiate(&self.config)?, Vec::new()),
+            }
+        };
+        let input = match encode(info, &elements, buf) {
+            Ok(input) => input,
+            Err(e) => {
+                self.give_back(instance, Vec::new());
+                return Err(e);
+            }
+        };
+        let mut decoded = None;
+        let result = instance.call(&input, &seeds, &mut |out| decoded = Some(decode_batch(out)));
+        match result {
+            Ok(()) => self.give_back(instance, input),
+            Err(failure) => {
+                if !failure.discard {
+                    self.give_back(instance, input);
+                }
+                return Err(Error::Call {
+                    plugin: self.name().to_string(),
+                    status: failure.status,
+                    elements: ids(),
+                    message: failure.message,
+                });
+            }
+        }
+        let broken = |message: String| Error::Call {
+            plugin: self.name().to_string(),
+            status: "broken output".to_string(),
+            elements: ids(),
+            message,
+        };
+        let entries = decoded
+            .ok_or_else(|| broken("the call succeeded but gave no output".to_string()))?
+            .map_err(|e| broken(e.to_string()))?;
+        let n = elements.len();
+        if let Some(bad) = entries.iter().find(|e| e.parent as usize >= n) {
+            return Err(broken(format!(
+                "an output names input {} of {n}",
+                bad.parent
+            )));
+        }
+        if info.kind == Kind::Map
+            && (entries.len() != n
+                || entries
+                    .iter()
+                    .enumerate()
+                    .any(|(i, e)| e.parent as usize != i))
+        {
+            return Err(broken(format!(
+                "a map plugin must give one output per input, in order ({} for {n})",
+                entries.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let parent = entry.parent as usize;
+            let mut element = elements[parent].clone();
+            if let Some(produced) = entry.element {
+                for t in produced.tensors {
+                    let name = t.name.clone();
+                    let tensor = to_core(t).map_err(|e| broken(format!("tensor {name:?}: {e}")))?;
+                    element.insert(&name, tensor);
+                }
+            }
+            for f in &info.outputs {
+                check_feature(f, &element).map_err(|message| {
+                    broken(format!(
+                        "element {}: the plugin broke its output contract: {message}",
+                        elements[parent].id()
+                    ))
+                })?;
+            }
+            out.push((parent, element));
+        }
+        Ok(out)
+    }
+}
