@@ -15,6 +15,10 @@ pub enum Error {
     /// Reading or decoding TFRecord data failed (the message names the file and offset).
     #[error(transparent)]
     Proto(#[from] sluice_proto::Error),
+    /// Values do not fit a shape, or tensors cannot be combined (stacked, concatenated,
+    /// padded) or indexed as asked.
+    #[error(transparent)]
+    Tensor(#[from] sluice_tensor::Error),
     /// A file pattern matched nothing.
     #[error("no file matches the pattern {pattern:?}")]
     NoMatch {

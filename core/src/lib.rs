@@ -59,14 +59,12 @@ pub mod executor;
 pub mod image;
 mod options;
 pub mod pipeline_file;
-pub mod pool;
 pub mod rng;
 pub mod sources;
 mod stage;
 pub mod stages;
 pub mod stats;
 mod stream;
-pub mod tensor;
 
 pub use checkpoint::Checkpoint;
 pub use dataset::{Dataset, PipelineIter};
@@ -74,10 +72,14 @@ pub use element::{Element, ElementId, Provenance, Ragged, Value};
 pub use error::{Error, Result};
 pub use options::{ErrorPolicy, Options};
 pub use sluice_proto as proto;
+/// Tensors ([`sluice_tensor`]): [`Tensor`], [`TensorData`], [`DType`], [`Shape`], [`Shared`].
+pub use sluice_tensor as tensor;
+/// Recycling of large tensor buffers ([`sluice_tensor::pool`]).
+pub use sluice_tensor::pool;
+pub use sluice_tensor::{DType, Shape, Shared, Tensor, TensorData};
 pub use stage::{BuildContext, Input, NumParallel, Stage};
 pub use stats::{PipelineStats, StageStats};
 pub use stream::{BoxStream, ElementStream, IterStream};
-pub use tensor::{DType, Shape, Shared, Tensor, TensorData};
 
 /// Everything needed to write pipelines.
 pub mod prelude {

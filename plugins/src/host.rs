@@ -466,5 +466,5 @@ fn to_core(t: sluice_sdk::Tensor) -> sluice_core::Result<Tensor> {
                 .into(),
         ),
     };
-    Tensor::new(&shape, data)
+    Ok(Tensor::new(&shape, data)?)
 }

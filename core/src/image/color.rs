@@ -129,11 +129,11 @@ fn rgb_dims(img: &Tensor, op: &str) -> Result<Dims> {
 }
 
 fn f32_image(shape: &[usize], values: Vec<f32>) -> Result<Tensor> {
-    Tensor::new(shape, TensorData::F32(values.into()))
+    Ok(Tensor::new(shape, TensorData::F32(values.into()))?)
 }
 
 fn u8_image(shape: &[usize], values: Vec<u8>) -> Result<Tensor> {
-    Tensor::new(shape, TensorData::U8(Bytes::from(values)))
+    Ok(Tensor::new(shape, TensorData::U8(Bytes::from(values)))?)
 }
 
 /// `u8` values through a lookup table.

@@ -388,10 +388,10 @@ impl<'a> WindowView<'a> {
         let mut out: Vec<u8> = crate::pool::take(height * width * c);
         out.resize(height * width * c, 0);
         self.gather(0, &mut out);
-        Tensor::new(
+        Ok(Tensor::new(
             &[height, width, c],
             TensorData::U8(crate::pool::recycled_bytes(out)),
-        )
+        )?)
     }
 }
 
@@ -580,7 +580,10 @@ fn check_channels(channels: Option<usize>) -> Result<()> {
 }
 
 fn to_tensor(h: usize, w: usize, c: usize, pixels: Vec<u8>) -> Result<Tensor> {
-    Tensor::new(&[h, w, c], TensorData::U8(Bytes::from(pixels)))
+    Ok(Tensor::new(
+        &[h, w, c],
+        TensorData::U8(Bytes::from(pixels)),
+    )?)
 }
 
 /// A decoded image: height, width, channels and the pixels (row-major HWC). A crop decode may

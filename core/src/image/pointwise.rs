@@ -147,7 +147,7 @@ impl PointChain {
     pub fn apply(&self, img: &Tensor) -> Result<Tensor> {
         let mut out = pool::take_filled(img.len());
         self.apply_into(img, &mut out)?;
-        Tensor::new(img.shape(), TensorData::F32(out.into()))
+        Ok(Tensor::new(img.shape(), TensorData::F32(out.into()))?)
     }
 
     /// [`apply`](Self::apply), writing the values to `out` (of the image's length).

@@ -329,7 +329,7 @@ impl ImageOpsSpec {
                 let [h, w, c] = view.shape();
                 let mut out = crate::pool::take_filled(h * w * c);
                 chain.apply_view_into(view, &mut out)?;
-                Tensor::new(&[h, w, c], TensorData::F32(out.into()))
+                Ok(Tensor::new(&[h, w, c], TensorData::F32(out.into()))?)
             });
         }
         let (head, chain) = self.run_head_and_draw(img, rng)?;
@@ -516,7 +516,7 @@ impl ImageOpsSpec {
     fn run_encoded_batch(&self, img: &Tensor, rngs: &mut [ElementRng]) -> Result<Tensor> {
         let rows: Vec<Tensor> = (0..img.shape()[0])
             .map(|i| img.row(i))
-            .collect::<Result<_>>()?;
+            .collect::<Result<_, _>>()?;
         self.run_encoded_rows(&rows, rngs)
     }
 
@@ -537,7 +537,7 @@ impl ImageOpsSpec {
                 .map(|(row, rng)| self.run(row, rng))
                 .collect::<Result<Vec<_>>>()?;
             let refs: Vec<&Tensor> = done.iter().collect();
-            return Tensor::stack(&refs);
+            return Ok(Tensor::stack(&refs)?);
         }
         // The batch's buffer is made once the shape of its rows is known: from the ops when
         // they fix it, otherwise from the first row, run first. Then every row is decoded,
@@ -559,7 +559,7 @@ impl ImageOpsSpec {
         let mut batch_shape = vec![rows.len()];
         batch_shape.extend_from_slice(&shape);
         if plane == 0 {
-            return Tensor::new(&batch_shape, TensorData::F32(out.into()));
+            return Ok(Tensor::new(&batch_shape, TensorData::F32(out.into()))?);
         }
         let done = match first {
             Some((head, chain)) => {
@@ -574,7 +574,7 @@ impl ImageOpsSpec {
             .zip(rngs[done..].par_iter_mut())
             .map(|((dst, row), rng)| self.run_row_into(plan.as_ref(), row, rng, &shape, dst))
             .collect::<Result<()>>()?;
-        Tensor::new(&batch_shape, TensorData::F32(out.into()))
+        Ok(Tensor::new(&batch_shape, TensorData::F32(out.into()))?)
     }
 
     /// This stage's work on one element, with the stage's RNG key.

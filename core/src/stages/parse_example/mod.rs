@@ -187,7 +187,7 @@ fn default_tensor(
             )));
         }
     };
-    Tensor::new(shape, data)
+    Ok(Tensor::new(shape, data)?)
 }
 
 impl Stage for ParseExampleSpec {
