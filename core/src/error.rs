@@ -51,9 +51,9 @@ pub enum Error {
     #[error("{0}")]
     Data(String),
     /// An image cannot be decoded or processed (truncated or unknown data, zero or absurd
-    /// dimensions, a shape an op cannot take).
-    #[error("{0}")]
-    Image(String),
+    /// dimensions, a shape an op cannot take); the image error tells which kind.
+    #[error(transparent)]
+    Image(#[from] sluice_image::Error),
     /// An error from user code (a `map` or `filter` closure).
     #[error("{0}")]
     User(Box<dyn std::error::Error + Send + Sync>),

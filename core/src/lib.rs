@@ -44,8 +44,6 @@
 //!   runs, within the CPU and RAM budgets of [`Options`]; every decision is explained in the
 //!   stats.
 //! - [`pipeline_file`]: a whole pipeline as a TOML file ([`pipeline_file::PipelineFile`]).
-// One `unsafe` block: calling the AVX2 build of the point-chain kernel after checking the
-// CPU has AVX2 (core/src/image/pointwise.rs).
 #![deny(unsafe_code)]
 
 pub mod autotune;
@@ -56,7 +54,6 @@ mod dataset;
 pub mod element;
 mod error;
 pub mod executor;
-pub mod image;
 mod options;
 pub mod pipeline_file;
 pub mod rng;
@@ -71,6 +68,8 @@ pub use dataset::{Dataset, PipelineIter};
 pub use element::{Element, ElementId, Provenance, Ragged, Value};
 pub use error::{Error, Result};
 pub use options::{ErrorPolicy, Options};
+/// The image library ([`sluice_image`]): decoding, geometry, colour and fused point chains.
+pub use sluice_image as image;
 pub use sluice_proto as proto;
 /// Tensors ([`sluice_tensor`]): [`Tensor`], [`TensorData`], [`DType`], [`Shape`], [`Shared`].
 pub use sluice_tensor as tensor;

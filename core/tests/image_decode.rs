@@ -10,18 +10,19 @@
 //!   for every chroma subsampling jpeg-encoder writes, grey, restart intervals and
 //!   progressive JPEGs, with 1, 3 and 4 output channels.
 //! - `decode_jpeg_scaled` picks the smallest DCT scale covering the request.
-//! - Bad input (truncated, wrong magic, empty, zero or absurd size, corrupt) is an
-//!   `Error::Image`, never a panic; arbitrary bytes never panic (proptest).
+//! - Bad input (truncated, wrong magic, empty, zero or absurd size, corrupt) is a decode
+//!   error (`Error::UnknownFormat`, `Error::Decode` or `Error::TooLarge`), never a panic;
+//!   arbitrary bytes never panic (proptest).
 
 use std::path::PathBuf;
 
 use proptest::prelude::*;
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
-use sluice_core::Error;
 use sluice_core::image::decode::{
     DecodeLimits, decode_and_crop, decode_image, decode_image_with_limits, decode_jpeg_scaled,
 };
+use sluice_core::image::{DecodeErrorKind, Error};
 use sluice_core::proto::example::feature::Kind;
 use sluice_core::proto::tfrecord::{ReaderOptions, TfRecordReader};
 use sluice_core::proto::{Example, TfMessage};
@@ -337,7 +338,16 @@ fn crop_windows_outside_the_image_are_errors() {
         (0, usize::MAX, 2, 2),
     ] {
         let err = decode_and_crop(&jpeg, crop, None).unwrap_err();
-        assert!(matches!(err, Error::Image(_)), "{crop:?}: {err:?}");
+        assert!(
+            matches!(
+                err,
+                Error::InvalidArgument {
+                    op: "decode_and_crop",
+                    ..
+                }
+            ),
+            "{crop:?}: {err:?}"
+        );
     }
 }
 
@@ -386,7 +396,10 @@ fn scaled_decodes_pick_the_smallest_covering_scale() {
     );
     assert!(matches!(
         decode_jpeg_scaled(&png(4, 4, image::ExtendedColorType::Rgb8), 1, 1),
-        Err(Error::Image(_))
+        Err(Error::Decode {
+            kind: DecodeErrorKind::Unsupported,
+            ..
+        })
     ));
 }
 
@@ -451,10 +464,15 @@ fn png_channel_layouts_and_conversions() {
     assert_eq!(t.as_u8().unwrap(), &high[..]);
 }
 
-fn assert_image_error(result: sluice_core::Result<sluice_core::Tensor>, what: &str) -> String {
+fn assert_image_error(
+    result: sluice_core::image::Result<sluice_core::Tensor>,
+    what: &str,
+) -> String {
     match result {
-        Err(e @ Error::Image(_)) => e.to_string(),
-        other => panic!("{what}: expected Error::Image, got {other:?}"),
+        Err(e @ (Error::UnknownFormat { .. } | Error::Decode { .. } | Error::TooLarge { .. })) => {
+            e.to_string()
+        }
+        other => panic!("{what}: expected a decode error, got {other:?}"),
     }
 }
 

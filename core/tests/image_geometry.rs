@@ -8,7 +8,7 @@ use sluice_core::image::geometry::{
     random_resized_crop, random_resized_crop_window, random_rotate, resize, rotate, to_chw,
 };
 use sluice_core::rng::{ElementRng, StreamKey};
-use sluice_core::{ElementId, Error, Tensor, TensorData};
+use sluice_core::{ElementId, Tensor, TensorData};
 
 fn u8_img(h: usize, w: usize, c: usize, v: Vec<u8>) -> Tensor {
     Tensor::new(&[h, w, c], TensorData::U8(Bytes::from(v))).unwrap()
@@ -46,8 +46,9 @@ fn assert_close(got: &[f32], want: &[f32]) {
     }
 }
 
-fn is_image_error<T: std::fmt::Debug>(r: sluice_core::Result<T>) -> bool {
-    matches!(r, Err(Error::Image(_)))
+/// Every error of the image ops is an image error (of some kind): this is "not a panic".
+fn is_image_error<T: std::fmt::Debug>(r: sluice_core::image::Result<T>) -> bool {
+    r.is_err()
 }
 
 // ---- resize ----------------------------------------------------------------------------

@@ -204,6 +204,11 @@ fn default_ratio() -> (f32, f32) {
 impl ImageOp {
     /// Applies the op to one image.
     pub fn apply(&self, img: &Tensor, rng: &mut ElementRng) -> Result<Tensor> {
+        Ok(self.apply_image(img, rng)?)
+    }
+
+    /// [`apply`](Self::apply), failing only with image errors.
+    fn apply_image(&self, img: &Tensor, rng: &mut ElementRng) -> sluice_image::Result<Tensor> {
         use ImageOp::*;
         match self {
             Decode { channels } => {
@@ -249,14 +254,24 @@ impl ImageOp {
     }
 }
 
-fn scalar_bytes(t: &Tensor) -> Result<&[u8]> {
+fn scalar_bytes(t: &Tensor) -> sluice_image::Result<&[u8]> {
     match t.as_bytes_list() {
         Some([b]) if t.rank() == 0 => Ok(b),
-        _ => Err(Error::Image(format!(
-            "decode needs a scalar byte string, got a {} tensor of shape {:?}",
-            t.dtype(),
-            t.shape()
-        ))),
+        _ => {
+            let message = format!(
+                "decode needs a scalar byte string, got a {} tensor of shape {:?}",
+                t.dtype(),
+                t.shape()
+            );
+            Err(match t.dtype() {
+                DType::Bytes => sluice_image::Error::shape("decode", message),
+                found => sluice_image::Error::DType {
+                    op: "decode",
+                    found,
+                    message,
+                },
+            })
+        }
     }
 }
 
@@ -265,7 +280,8 @@ fn scalar_bytes(t: &Tensor) -> Result<&[u8]> {
 /// (`[B, H, W, C]`, after `batch`) has its rows processed in parallel (on the run's `cpu_budget` row threads), each row with
 /// its own RNG derived from the batch's id and the row. Random draws come from the element's
 /// RNG, so the output is fixed by the seed at any parallelism. A bad image fails that
-/// element with [`Error::Image`] and its provenance; the error policy decides.
+/// element with [`Error::Image`] (which tells the kind: [`sluice_image::Error`]) and its
+/// provenance; the error policy decides.
 ///
 /// How it runs fast (the results are bit-identical to the ops applied one by one):
 /// `to_unit_f32` / `cast` / `normalize` and the brightness and contrast ops after them run as
@@ -421,14 +437,14 @@ impl ImageOpsSpec {
         if let Some(plan) = plan {
             return self.run_window_chain(plan, row, rng, |view, chain| {
                 same_row_shape(shape, &view.shape())?;
-                chain.apply_view_into(view, dst)
+                Ok(chain.apply_view_into(view, dst)?)
             });
         }
         let (head, chain) = self.run_head_and_draw(row, rng)?;
         same_row_shape(shape, head.shape())?;
-        chain
+        Ok(chain
             .ok_or_else(|| Error::invalid("image_ops: the ops do not end in a point chain"))?
-            .apply_into(&head, dst)
+            .apply_into(&head, dst)?)
     }
 
     /// Where the op list splits: `ops[..start]` run one by one, `ops[start..end]` run as one
@@ -691,7 +707,7 @@ fn draw_chain(ops: &[ImageOp], rng: &mut ElementRng) -> Result<PointChain> {
 /// [`geometry::center_crop`]), decoding only what it needs; other formats decode whole and
 /// crop. With a flip, then draws it with its probability as
 /// [`geometry::random_flip_left_right`] does, and mirrors the window in the same copy.
-fn decode_crop(data: &[u8], head: &CropHead, rng: &mut ElementRng) -> Result<Tensor> {
+fn decode_crop(data: &[u8], head: &CropHead, rng: &mut ElementRng) -> sluice_image::Result<Tensor> {
     head.check_flip()?;
     // The window is drawn once the decoder has read the image's size from its header.
     decode::decode_window_with(
@@ -745,7 +761,7 @@ impl CropHead {
     }
 
     /// Checks the flip's probability (before anything is decoded, as the op would).
-    fn check_flip(&self) -> Result<()> {
+    fn check_flip(&self) -> sluice_image::Result<()> {
         match self.flip {
             Some(p) => geometry::probability("random_flip_left_right", p),
             None => Ok(()),
@@ -755,7 +771,12 @@ impl CropHead {
     /// The crop's window in an `h` × `w` image: drawn as [`geometry::random_crop`] draws
     /// it, or the centre as [`geometry::center_crop`] takes it; then mirrored with the
     /// flip's probability as [`geometry::random_flip_left_right`] draws it.
-    fn draw_window(&self, rng: &mut ElementRng, h: usize, w: usize) -> Result<decode::Window> {
+    fn draw_window(
+        &self,
+        rng: &mut ElementRng,
+        h: usize,
+        w: usize,
+    ) -> sluice_image::Result<decode::Window> {
         let (height, width) = (self.height, self.width);
         if height > h || width > w {
             let op = if self.random {
@@ -763,9 +784,10 @@ impl CropHead {
             } else {
                 "center_crop"
             };
-            return Err(Error::Image(format!(
-                "{op} of {height}x{width} is larger than the {h}x{w} image"
-            )));
+            return Err(sluice_image::Error::invalid(
+                op,
+                format!("{op} of {height}x{width} is larger than the {h}x{w} image"),
+            ));
         }
         use rand::Rng;
         let (y, x) = if self.random {
