@@ -197,7 +197,7 @@ fn decode_tensor(r: &mut Reader) -> Result<Tensor> {
         }
         d => return Err(Error::data(format!("unknown dtype {d} in encoded element"))),
     };
-    Tensor::new(&shape, data)
+    Ok(Tensor::new(&shape, data)?)
 }
 
 #[cfg(test)]

@@ -100,7 +100,10 @@ impl Ragged {
         let per: usize = self.values.shape()[1..].iter().product();
         let mut shape = crate::tensor::Shape::from_slice(self.values.shape());
         shape[0] = b - a;
-        Tensor::new(&shape, self.values.data().slice(a * per..b * per))
+        Ok(Tensor::new(
+            &shape,
+            self.values.data().slice(a * per..b * per),
+        )?)
     }
 }
 

@@ -15,6 +15,10 @@ pub enum Error {
     /// Reading or decoding TFRecord data failed (the message names the file and offset).
     #[error(transparent)]
     Proto(#[from] sluice_proto::Error),
+    /// Values do not fit a shape, or tensors cannot be combined (stacked, concatenated,
+    /// padded) or indexed as asked.
+    #[error(transparent)]
+    Tensor(#[from] sluice_tensor::Error),
     /// A file pattern matched nothing.
     #[error("no file matches the pattern {pattern:?}")]
     NoMatch {
@@ -47,9 +51,9 @@ pub enum Error {
     #[error("{0}")]
     Data(String),
     /// An image cannot be decoded or processed (truncated or unknown data, zero or absurd
-    /// dimensions, a shape an op cannot take).
-    #[error("{0}")]
-    Image(String),
+    /// dimensions, a shape an op cannot take); the image error tells which kind.
+    #[error(transparent)]
+    Image(#[from] sluice_image::Error),
     /// An error from user code (a `map` or `filter` closure).
     #[error("{0}")]
     User(Box<dyn std::error::Error + Send + Sync>),

@@ -44,10 +44,6 @@
 //!   runs, within the CPU and RAM budgets of [`Options`]; every decision is explained in the
 //!   stats.
 //! - [`pipeline_file`]: a whole pipeline as a TOML file ([`pipeline_file::PipelineFile`]).
-// `unsafe` is allowed block by block, each with its `// SAFETY:` comment: calling the AVX2 and
-// AVX-512 builds of image kernels after checking the CPU has the features
-// (core/src/image/pointwise.rs, channel_sums.rs), and `madvise` on pool buffers
-// (core/src/pool.rs).
 #![deny(unsafe_code)]
 
 pub mod autotune;
@@ -59,7 +55,6 @@ pub mod element;
 mod error;
 pub mod example;
 pub mod executor;
-pub mod image;
 mod invalid;
 pub mod metrics;
 pub mod optimize;
@@ -68,7 +63,6 @@ mod parallelism;
 mod params;
 pub mod pipeline_file;
 pub mod plan;
-pub mod pool;
 pub mod registry;
 pub mod rng;
 pub mod run;
@@ -77,7 +71,6 @@ mod stage;
 pub mod stages;
 pub mod stats;
 mod stream;
-pub mod tensor;
 
 pub use checkpoint::Checkpoint;
 pub use dataset::Dataset;
@@ -89,11 +82,17 @@ pub use parallelism::NumParallel;
 pub use params::Params;
 pub use plan::PlanNode;
 pub use run::{BuildContext, Input, PipelineIter};
+/// The image library ([`sluice_image`]): decoding, geometry, colour and fused point chains.
+pub use sluice_image as image;
 pub use sluice_proto as proto;
+/// Tensors ([`sluice_tensor`]): [`Tensor`], [`TensorData`], [`DType`], [`Shape`], [`Shared`].
+pub use sluice_tensor as tensor;
+/// Recycling of large tensor buffers ([`sluice_tensor::pool`]).
+pub use sluice_tensor::pool;
+pub use sluice_tensor::{DType, Shape, Shared, Tensor, TensorData};
 pub use stage::{Arity, OpenFn, Stage};
 pub use stats::{PipelineStats, StageStats};
 pub use stream::{BoxStream, ElementStream, IterStream};
-pub use tensor::{DType, Shape, Shared, Tensor, TensorData};
 
 /// Everything needed to write pipelines.
 pub mod prelude {

@@ -115,5 +115,5 @@ pub fn to_core(t: sluice_sdk::Tensor) -> sluice_core::Result<Tensor> {
                 .into(),
         ),
     };
-    Tensor::new(&shape, data)
+    Ok(Tensor::new(&shape, data)?)
 }

@@ -208,6 +208,11 @@ fn default_ratio() -> (f32, f32) {
 impl ImageOp {
     /// Applies the op to one image.
     pub fn apply(&self, img: &Tensor, rng: &mut ElementRng) -> Result<Tensor> {
+        Ok(self.apply_image(img, rng)?)
+    }
+
+    /// [`apply`](Self::apply), failing only with image errors.
+    fn apply_image(&self, img: &Tensor, rng: &mut ElementRng) -> sluice_image::Result<Tensor> {
         use ImageOp::*;
         match self {
             Decode { channels } => {
@@ -253,14 +258,24 @@ impl ImageOp {
     }
 }
 
-fn scalar_bytes(t: &Tensor) -> Result<&[u8]> {
+fn scalar_bytes(t: &Tensor) -> sluice_image::Result<&[u8]> {
     match t.as_bytes_list() {
         Some([b]) if t.rank() == 0 => Ok(b),
-        _ => Err(Error::Image(format!(
-            "decode needs a scalar byte string, got a {} tensor of shape {:?}",
-            t.dtype(),
-            t.shape()
-        ))),
+        _ => {
+            let message = format!(
+                "decode needs a scalar byte string, got a {} tensor of shape {:?}",
+                t.dtype(),
+                t.shape()
+            );
+            Err(match t.dtype() {
+                DType::Bytes => sluice_image::Error::shape("decode", message),
+                found => sluice_image::Error::DType {
+                    op: "decode",
+                    found,
+                    message,
+                },
+            })
+        }
     }
 }
 
@@ -350,7 +365,7 @@ impl ImageOpsSpec {
                 let [h, w, c] = view.shape();
                 let mut out = crate::pool::take_filled(h * w * c);
                 chain.apply_view_into(view, &mut out)?;
-                Tensor::new(&[h, w, c], TensorData::F32(out.into()))
+                Ok(Tensor::new(&[h, w, c], TensorData::F32(out.into()))?)
             });
         }
         let (head, chain) = self.run_head_and_draw(img, rng)?;
@@ -442,14 +457,14 @@ impl ImageOpsSpec {
         if let Some(plan) = plan {
             return self.run_window_chain(plan, row, rng, |view, chain| {
                 same_row_shape(shape, &view.shape())?;
-                chain.apply_view_into(view, dst)
+                Ok(chain.apply_view_into(view, dst)?)
             });
         }
         let (head, chain) = self.run_head_and_draw(row, rng)?;
         same_row_shape(shape, head.shape())?;
-        chain
+        Ok(chain
             .ok_or_else(|| Error::invalid("image_ops: the ops do not end in a point chain"))?
-            .apply_into(&head, dst)
+            .apply_into(&head, dst)?)
     }
 
     /// Where the op list splits: `ops[..start]` run one by one, `ops[start..end]` run as one
@@ -537,7 +552,7 @@ impl ImageOpsSpec {
     fn run_encoded_batch(&self, img: &Tensor, rngs: &mut [ElementRng]) -> Result<Tensor> {
         let rows: Vec<Tensor> = (0..img.shape()[0])
             .map(|i| img.row(i))
-            .collect::<Result<_>>()?;
+            .collect::<Result<_, _>>()?;
         self.run_encoded_rows(&rows, rngs)
     }
 
@@ -558,7 +573,7 @@ impl ImageOpsSpec {
                 .map(|(row, rng)| self.run(row, rng))
                 .collect::<Result<Vec<_>>>()?;
             let refs: Vec<&Tensor> = done.iter().collect();
-            return Tensor::stack(&refs);
+            return Ok(Tensor::stack(&refs)?);
         }
         // The batch's buffer is made once the shape of its rows is known: from the ops when
         // they fix it, otherwise from the first row, run first. Then every row is decoded,
@@ -580,7 +595,7 @@ impl ImageOpsSpec {
         let mut batch_shape = vec![rows.len()];
         batch_shape.extend_from_slice(&shape);
         if plane == 0 {
-            return Tensor::new(&batch_shape, TensorData::F32(out.into()));
+            return Ok(Tensor::new(&batch_shape, TensorData::F32(out.into()))?);
         }
         let done = match first {
             Some((head, chain)) => {
@@ -595,7 +610,7 @@ impl ImageOpsSpec {
             .zip(rngs[done..].par_iter_mut())
             .map(|((dst, row), rng)| self.run_row_into(plan.as_ref(), row, rng, &shape, dst))
             .collect::<Result<()>>()?;
-        Tensor::new(&batch_shape, TensorData::F32(out.into()))
+        Ok(Tensor::new(&batch_shape, TensorData::F32(out.into()))?)
     }
 
     /// This stage's work on one element, with the stage's RNG key.
@@ -700,7 +715,7 @@ fn draw_chain(ops: &[ImageOp], rng: &mut ElementRng) -> Result<PointChain> {
 /// [`geometry::center_crop`]), decoding only what it needs; other formats decode whole and
 /// crop. With a flip, then draws it with its probability as
 /// [`geometry::random_flip_left_right`] does, and mirrors the window in the same copy.
-fn decode_crop(data: &[u8], head: &CropHead, rng: &mut ElementRng) -> Result<Tensor> {
+fn decode_crop(data: &[u8], head: &CropHead, rng: &mut ElementRng) -> sluice_image::Result<Tensor> {
     head.check_flip()?;
     // The window is drawn once the decoder has read the image's size from its header.
     decode::decode_window_with(
@@ -754,7 +769,7 @@ impl CropHead {
     }
 
     /// Checks the flip's probability (before anything is decoded, as the op would).
-    fn check_flip(&self) -> Result<()> {
+    fn check_flip(&self) -> sluice_image::Result<()> {
         match self.flip {
             Some(p) => geometry::probability("random_flip_left_right", p),
             None => Ok(()),
@@ -764,7 +779,12 @@ impl CropHead {
     /// The crop's window in an `h` × `w` image: drawn as [`geometry::random_crop`] draws
     /// it, or the centre as [`geometry::center_crop`] takes it; then mirrored with the
     /// flip's probability as [`geometry::random_flip_left_right`] draws it.
-    fn draw_window(&self, rng: &mut ElementRng, h: usize, w: usize) -> Result<decode::Window> {
+    fn draw_window(
+        &self,
+        rng: &mut ElementRng,
+        h: usize,
+        w: usize,
+    ) -> sluice_image::Result<decode::Window> {
         let (height, width) = (self.height, self.width);
         if height > h || width > w {
             let op = if self.random {
@@ -772,9 +792,10 @@ impl CropHead {
             } else {
                 "center_crop"
             };
-            return Err(Error::Image(format!(
-                "{op} of {height}x{width} is larger than the {h}x{w} image"
-            )));
+            return Err(sluice_image::Error::invalid(
+                op,
+                format!("{op} of {height}x{width} is larger than the {h}x{w} image"),
+            ));
         }
         use rand::Rng;
         let (y, x) = if self.random {

@@ -389,7 +389,7 @@ fn pad_and_stack(items: &[Element], spec: &PaddedBatchSpec) -> Result<Element> {
         let padded: Vec<Tensor> = tensors
             .iter()
             .map(|t| t.pad_to(&target, &fill))
-            .collect::<Result<_>>()?;
+            .collect::<Result<_, _>>()?;
         let refs: Vec<&Tensor> = padded.iter().collect();
         out.insert(&name, Value::Dense(Tensor::stack(&refs)?));
     }

@@ -298,7 +298,7 @@ fn default_tensor(
             )));
         }
     };
-    Tensor::new(shape, data)
+    Ok(Tensor::new(shape, data)?)
 }
 
 impl Spec for ParseExampleSpec {

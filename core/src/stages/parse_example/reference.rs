@@ -155,7 +155,7 @@ fn parse_feature(
                     shape_str(shape)
                 )));
             }
-            Tensor::new(shape, values)
+            Ok(Tensor::new(shape, values)?)
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `sluice_core::image::decode` against TensorFlow's decoders and on bad input.
+//! `sluice_image::decode` against TensorFlow's decoders and on bad input.
 //!
 //! - Every image record of the `images.tfrecord-*` fixture shards is decoded and compared with
 //!   what TensorFlow 2.21 decoded (`images.json`): PNGs byte for byte (sha256 of the decoded
@@ -10,21 +10,22 @@
 //!   for every chroma subsampling jpeg-encoder writes, grey, restart intervals and
 //!   progressive JPEGs, with 1, 3 and 4 output channels.
 //! - `decode_jpeg_scaled` picks the smallest DCT scale covering the request.
-//! - Bad input (truncated, wrong magic, empty, zero or absurd size, corrupt) is an
-//!   `Error::Image`, never a panic; arbitrary bytes never panic (proptest).
+//! - Bad input (truncated, wrong magic, empty, zero or absurd size, corrupt) is a decode
+//!   error (`Error::UnknownFormat`, `Error::Decode` or `Error::TooLarge`), never a panic;
+//!   arbitrary bytes never panic (proptest).
 
 use std::path::PathBuf;
 
 use proptest::prelude::*;
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
-use sluice_core::Error;
-use sluice_core::image::decode::{
+use sluice_image::decode::{
     DecodeLimits, decode_and_crop, decode_image, decode_image_with_limits, decode_jpeg_scaled,
 };
-use sluice_core::proto::example::feature::Kind;
-use sluice_core::proto::tfrecord::{ReaderOptions, TfRecordReader};
-use sluice_core::proto::{Example, TfMessage};
+use sluice_image::{DecodeErrorKind, Error};
+use sluice_proto::example::feature::Kind;
+use sluice_proto::tfrecord::{ReaderOptions, TfRecordReader};
+use sluice_proto::{Example, TfMessage};
 
 /// Largest accepted |mean(ours) - mean(TensorFlow)| for a JPEG, in pixel levels.
 ///
@@ -166,16 +167,16 @@ fn fixture_images_match_tensorflow() {
 
 /// The window of a decoded HWC tensor.
 fn crop_of(
-    t: &sluice_core::Tensor,
+    t: &sluice_tensor::Tensor,
     (y, x, h, w): (usize, usize, usize, usize),
-) -> sluice_core::Tensor {
-    let (_, width, c) = sluice_core::image::hwc(t).unwrap();
+) -> sluice_tensor::Tensor {
+    let (_, width, c) = sluice_image::hwc(t).unwrap();
     let px = t.as_u8().unwrap();
     let mut out = Vec::new();
     for r in y..y + h {
         out.extend_from_slice(&px[(r * width + x) * c..(r * width + x + w) * c]);
     }
-    sluice_core::Tensor::new(&[h, w, c], sluice_core::TensorData::U8(out.into())).unwrap()
+    sluice_tensor::Tensor::new(&[h, w, c], sluice_tensor::TensorData::U8(out.into())).unwrap()
 }
 
 /// A smooth image with noise, `channels` 1 or 3.
@@ -337,7 +338,16 @@ fn crop_windows_outside_the_image_are_errors() {
         (0, usize::MAX, 2, 2),
     ] {
         let err = decode_and_crop(&jpeg, crop, None).unwrap_err();
-        assert!(matches!(err, Error::Image(_)), "{crop:?}: {err:?}");
+        assert!(
+            matches!(
+                err,
+                Error::InvalidArgument {
+                    op: "decode_and_crop",
+                    ..
+                }
+            ),
+            "{crop:?}: {err:?}"
+        );
     }
 }
 
@@ -386,7 +396,10 @@ fn scaled_decodes_pick_the_smallest_covering_scale() {
     );
     assert!(matches!(
         decode_jpeg_scaled(&png(4, 4, image::ExtendedColorType::Rgb8), 1, 1),
-        Err(Error::Image(_))
+        Err(Error::Decode {
+            kind: DecodeErrorKind::Unsupported,
+            ..
+        })
     ));
 }
 
@@ -451,10 +464,12 @@ fn png_channel_layouts_and_conversions() {
     assert_eq!(t.as_u8().unwrap(), &high[..]);
 }
 
-fn assert_image_error(result: sluice_core::Result<sluice_core::Tensor>, what: &str) -> String {
+fn assert_image_error(result: sluice_image::Result<sluice_tensor::Tensor>, what: &str) -> String {
     match result {
-        Err(e @ Error::Image(_)) => e.to_string(),
-        other => panic!("{what}: expected Error::Image, got {other:?}"),
+        Err(e @ (Error::UnknownFormat { .. } | Error::Decode { .. } | Error::TooLarge { .. })) => {
+            e.to_string()
+        }
+        other => panic!("{what}: expected a decode error, got {other:?}"),
     }
 }
 

@@ -43,6 +43,7 @@ impl DType {
     }
 
     /// Size of one value in bytes (for byte strings: of the handle, not the contents).
+    #[inline]
     pub fn size_of(self) -> usize {
         match self {
             DType::U8 => 1,
@@ -174,6 +175,7 @@ pub enum TensorData {
 
 impl TensorData {
     /// The dtype of these values.
+    #[inline]
     pub fn dtype(&self) -> DType {
         match self {
             TensorData::U8(_) => DType::U8,
@@ -186,6 +188,7 @@ impl TensorData {
     }
 
     /// Number of values.
+    #[inline]
     pub fn len(&self) -> usize {
         match self {
             TensorData::U8(v) => v.len(),
@@ -198,11 +201,13 @@ impl TensorData {
     }
 
     /// True when there are no values.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Values `range`, sharing the buffer.
+    #[inline]
     pub fn slice(&self, range: Range<usize>) -> TensorData {
         match self {
             TensorData::U8(v) => TensorData::U8(v.slice(range)),
@@ -225,14 +230,15 @@ impl TensorData {
         }
     }
 
-    /// Concatenates values of one dtype.
-    pub(crate) fn concat(parts: &[&TensorData]) -> Result<TensorData> {
+    /// Concatenates values of one dtype into one new (recycled) buffer; values of another
+    /// dtype than the first part's are an [`Error::DTypeMismatch`].
+    pub fn concat(parts: &[&TensorData]) -> Result<TensorData> {
         let dtype = parts.first().map(|p| p.dtype()).unwrap_or(DType::U8);
         if let Some(bad) = parts.iter().find(|p| p.dtype() != dtype) {
-            return Err(Error::invalid(format!(
-                "cannot combine {dtype} values with {} values",
-                bad.dtype()
-            )));
+            return Err(Error::DTypeMismatch {
+                expected: dtype,
+                found: bad.dtype(),
+            });
         }
         macro_rules! cat {
             ($variant:ident) => {{
@@ -257,7 +263,10 @@ impl TensorData {
     }
 
     /// `n` copies of one scalar value `fill` (which must hold exactly one value).
-    pub(crate) fn repeat_scalar(fill: &TensorData, n: usize) -> TensorData {
+    ///
+    /// # Panics
+    /// If `fill` holds no value.
+    pub fn repeat_scalar(fill: &TensorData, n: usize) -> TensorData {
         match fill {
             TensorData::U8(v) => TensorData::U8(Bytes::from(vec![v[0]; n])),
             TensorData::I32(v) => TensorData::I32(vec![v[0]; n].into()),
@@ -279,14 +288,16 @@ pub struct Tensor {
 
 impl Tensor {
     /// A tensor of `shape` over `data`; the number of values must match the shape.
+    #[inline]
     pub fn new(shape: &[usize], data: TensorData) -> Result<Tensor> {
         let shape = Shape::from_slice(shape);
         let n: usize = shape.iter().product();
         if n != data.len() {
-            return Err(Error::invalid(format!(
-                "shape {shape:?} needs {n} values, got {}",
-                data.len()
-            )));
+            return Err(Error::ValueCount {
+                shape: shape.to_vec(),
+                needed: n,
+                got: data.len(),
+            });
         }
         Ok(Tensor { shape, data })
     }
@@ -324,31 +335,37 @@ impl Tensor {
     }
 
     /// The dtype.
+    #[inline]
     pub fn dtype(&self) -> DType {
         self.data.dtype()
     }
 
     /// The shape.
+    #[inline]
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
 
     /// The number of dimensions.
+    #[inline]
     pub fn rank(&self) -> usize {
         self.shape.len()
     }
 
     /// The values in row-major order.
+    #[inline]
     pub fn data(&self) -> &TensorData {
         &self.data
     }
 
     /// Number of values.
+    #[inline]
     pub fn len(&self) -> usize {
         self.data.len()
     }
 
     /// True when the tensor has no values.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }
@@ -359,6 +376,7 @@ impl Tensor {
     }
 
     /// The values as `i64`, if that is the dtype.
+    #[inline]
     pub fn as_i64(&self) -> Option<&[i64]> {
         match &self.data {
             TensorData::I64(v) => Some(v),
@@ -367,6 +385,7 @@ impl Tensor {
     }
 
     /// The values as `f32`, if that is the dtype.
+    #[inline]
     pub fn as_f32(&self) -> Option<&[f32]> {
         match &self.data {
             TensorData::F32(v) => Some(v),
@@ -375,6 +394,7 @@ impl Tensor {
     }
 
     /// The values as byte strings, if that is the dtype.
+    #[inline]
     pub fn as_bytes_list(&self) -> Option<&[Bytes]> {
         match &self.data {
             TensorData::Bytes(v) => Some(v),
@@ -383,6 +403,7 @@ impl Tensor {
     }
 
     /// The values as `u8`, if that is the dtype.
+    #[inline]
     pub fn as_u8(&self) -> Option<&[u8]> {
         match &self.data {
             TensorData::U8(v) => Some(v),
@@ -392,14 +413,12 @@ impl Tensor {
 
     /// Stacks tensors of one dtype and shape along a new leading dimension.
     pub fn stack(parts: &[&Tensor]) -> Result<Tensor> {
-        let first = parts
-            .first()
-            .ok_or_else(|| Error::invalid("cannot stack zero tensors"))?;
+        let first = parts.first().ok_or(Error::EmptyStack)?;
         if let Some(bad) = parts.iter().find(|t| t.shape != first.shape) {
-            return Err(Error::invalid(format!(
-                "cannot batch tensors of shapes {:?} and {:?} (use padded_batch, or VarLen features give ragged batches)",
-                first.shape, bad.shape
-            )));
+            return Err(Error::ShapeMismatch {
+                first: first.shape.to_vec(),
+                other: bad.shape.to_vec(),
+            });
         }
         let data = TensorData::concat(&parts.iter().map(|t| &t.data).collect::<Vec<_>>())?;
         let mut shape = Shape::with_capacity(first.rank() + 1);
@@ -411,10 +430,10 @@ impl Tensor {
     /// Row `i` along the leading dimension, sharing the values.
     pub fn row(&self, i: usize) -> Result<Tensor> {
         let Some((&n, rest)) = self.shape.split_first() else {
-            return Err(Error::invalid("cannot take a row of a scalar"));
+            return Err(Error::RowOfScalar);
         };
         if i >= n {
-            return Err(Error::invalid(format!("row {i} out of {n}")));
+            return Err(Error::RowOutOfRange { index: i, rows: n });
         }
         let per: usize = rest.iter().product();
         Ok(Tensor {
@@ -427,16 +446,15 @@ impl Tensor {
     /// this tensor's dtype. `target` has this tensor's rank, each entry ≥ the current size.
     pub fn pad_to(&self, target: &[usize], fill: &TensorData) -> Result<Tensor> {
         if target.len() != self.rank() || target.iter().zip(&self.shape).any(|(t, s)| t < s) {
-            return Err(Error::invalid(format!(
-                "cannot pad shape {:?} to {target:?}",
-                self.shape
-            )));
+            return Err(Error::PadShape {
+                shape: self.shape.to_vec(),
+                target: target.to_vec(),
+            });
         }
         if fill.dtype() != self.dtype() || fill.len() != 1 {
-            return Err(Error::invalid(format!(
-                "padding value must be one {} value",
-                self.dtype()
-            )));
+            return Err(Error::PadValue {
+                dtype: self.dtype(),
+            });
         }
         if target == &self.shape[..] {
             return Ok(self.clone());

@@ -25,7 +25,7 @@ mod sealed {
 }
 
 /// A value type whose buffers are recycled: `i32`, `i64`, `f32`, `f64` and byte strings
-/// (and `u8`, whose tensors are `Bytes`: recycled when built by `recycled_bytes`, as decoded
+/// (and `u8`, whose tensors are `Bytes`: recycled when built by [`recycled_bytes`], as decoded
 /// image crops are).
 pub trait Poolable: Sized + Send + Sync + 'static + sealed::Sealed {
     #[doc(hidden)]
@@ -51,7 +51,7 @@ fn bytes_of<T>(capacity: usize) -> usize {
 }
 
 /// An empty vector with room for `capacity` values, recycled when one fits.
-pub(crate) fn take<T: Poolable>(capacity: usize) -> Vec<T> {
+pub fn take<T: Poolable>(capacity: usize) -> Vec<T> {
     if bytes_of::<T>(capacity) >= MIN_POOLED_BYTES {
         let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = pool
@@ -72,7 +72,7 @@ pub(crate) fn take<T: Poolable>(capacity: usize) -> Vec<T> {
 /// values of an earlier buffer, or the default): for a caller that overwrites every value.
 /// A recycled buffer is not cleared first, so this costs no pass over the memory when the
 /// recycled buffer already held at least `len` values.
-pub(crate) fn take_filled<T: Poolable + Copy + Default>(len: usize) -> Vec<T> {
+pub fn take_filled<T: Poolable + Copy + Default>(len: usize) -> Vec<T> {
     if bytes_of::<T>(len) >= MIN_POOLED_BYTES {
         let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = pool
@@ -126,7 +126,8 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
 
 /// `v` as [`Bytes`] whose allocation goes back to the pool when the last reference drops
 /// (for `u8` tensors, such as decoded and cropped images).
-pub(crate) fn recycled_bytes(v: Vec<u8>) -> Bytes {
+#[inline]
+pub fn recycled_bytes(v: Vec<u8>) -> Bytes {
     if bytes_of::<u8>(v.capacity()) >= MIN_POOLED_BYTES {
         Bytes::from_owner(Recycled(v))
     } else {
@@ -151,7 +152,7 @@ impl Drop for Recycled {
 
 /// Keeps `v`'s allocation for reuse if it is large. When the pool is full, smaller buffers
 /// make room for a larger one (a batch buffer is worth more than an image's).
-pub(crate) fn give<T: Poolable>(mut v: Vec<T>) {
+pub fn give<T: Poolable>(mut v: Vec<T>) {
     let size = bytes_of::<T>(v.capacity());
     if !(MIN_POOLED_BYTES..=MAX_POOLED_BYTES).contains(&size) {
         return;

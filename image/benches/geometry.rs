@@ -9,21 +9,34 @@
 //! while TF (and Sluice) return `f32`, so only `fir_f32x3` computes the same values.
 //!
 //! ```sh
-//! cargo bench -p sluice-core --bench geometry
+//! cargo bench -p sluice-image --bench geometry
 //! ```
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use fast_image_resize as fr;
-use sluice_core::image::geometry::*;
-use sluice_core::rng::StreamKey;
-use sluice_core::{ElementId, Tensor, TensorData};
+use rand::SeedableRng;
+use sluice_image::geometry::*;
+use sluice_tensor::{Tensor, TensorData};
 
 const S: usize = 256;
 
+/// SplitMix64's finalizer (`sluice_core::rng::mix`): the same pixels as before.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A fresh generator per image, as a pipeline's per-element RNG (PCG-64 MCG).
+fn element_rng(i: u64) -> rand_pcg::Pcg64Mcg {
+    rand_pcg::Pcg64Mcg::seed_from_u64(i)
+}
+
 fn image_u8() -> Tensor {
     let v: Vec<u8> = (0..S * S * 3)
-        .map(|i| (sluice_core::rng::mix(i as u64) % 256) as u8)
+        .map(|i| (mix(i as u64) % 256) as u8)
         .collect();
     Tensor::new(&[S, S, 3], TensorData::U8(Bytes::from(v))).unwrap()
 }
@@ -31,11 +44,6 @@ fn image_u8() -> Tensor {
 fn bench(c: &mut Criterion) {
     let img = image_u8();
     let imgf = resize(&img, S, S, ResizeMethod::Bilinear).unwrap();
-    let key = StreamKey {
-        seed: 1,
-        epoch: 0,
-        stage: 0,
-    };
     let mut g = c.benchmark_group("geometry_256x256x3");
     g.sample_size(50);
     g.measurement_time(std::time::Duration::from_secs(3));
@@ -44,7 +52,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("u8_random_crop224_flip", |b| {
         b.iter(|| {
             i += 1;
-            let mut r = key.element_rng(ElementId::new(0, i));
+            let mut r = element_rng(i);
             let t = random_crop(&img, 224, 224, &mut r).unwrap();
             random_flip_left_right(&t, 0.5, &mut r).unwrap()
         })
@@ -115,7 +123,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("u8_random_resized_crop_224", |b| {
         b.iter(|| {
             i += 1;
-            let mut r = key.element_rng(ElementId::new(0, i));
+            let mut r = element_rng(i);
             random_resized_crop(&img, 224, 224, (0.08, 1.0), (0.75, 4.0 / 3.0), &mut r).unwrap()
         })
     });
@@ -126,7 +134,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| pad(&img, 16, PadMode::Reflect).unwrap())
     });
     g.bench_function("u8_cutout_64", |b| {
-        b.iter(|| cutout(&img, 64, 0.0, &mut key.element_rng(ElementId::new(0, 0))).unwrap())
+        b.iter(|| cutout(&img, 64, 0.0, &mut element_rng(0)).unwrap())
     });
     g.bench_function("u8_to_chw", |b| b.iter(|| to_chw(&img).unwrap()));
     g.bench_function("f32_to_chw", |b| b.iter(|| to_chw(&imgf).unwrap()));
@@ -136,7 +144,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("batch32_u8_map_random_crop224_flip", |b| {
         b.iter(|| {
             map_batch(&batch, |t, i| {
-                let mut r = key.element_rng(ElementId::new(0, i as u64));
+                let mut r = element_rng(i as u64);
                 let t = random_crop(t, 224, 224, &mut r)?;
                 random_flip_left_right(&t, 0.5, &mut r)
             })

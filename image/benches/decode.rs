@@ -1,4 +1,4 @@
-//! Criterion bench of JPEG decoding (`sluice_core::image::decode`) on synthetic photos-like
+//! Criterion bench of JPEG decoding (`sluice_image::decode`) on synthetic photos-like
 //! JPEGs (a smooth gradient with ripples plus uniform noise of ±12, encoded by the `image`
 //! crate at quality 90, 4:2:0), 256×256 and 1024×768:
 //!
@@ -16,7 +16,7 @@
 //!   reduce, is slower than zune-jpeg's).
 //!
 //! ```sh
-//! cargo bench -p sluice-core --bench decode
+//! cargo bench -p sluice-image --bench decode
 //! ```
 //!
 //! Measured on the 2-core development machine while other builds ran (load 5-6), as CPU time
@@ -49,7 +49,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng};
-use sluice_core::image::{decode_and_crop, decode_image, decode_jpeg_scaled};
+use sluice_image::{decode_and_crop, decode_image, decode_jpeg_scaled};
 
 fn synthetic_jpeg(w: u32, h: u32) -> Vec<u8> {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(3);

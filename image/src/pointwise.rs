@@ -25,9 +25,9 @@
 //!   separate ops (tested).
 //!
 //! ```
-//! use sluice_core::image::{PointChain, PointOp, adjust_brightness, adjust_contrast,
+//! use sluice_image::{PointChain, PointOp, adjust_brightness, adjust_contrast,
 //!     normalize, to_unit_f32};
-//! use sluice_core::{Tensor, TensorData};
+//! use sluice_tensor::{Tensor, TensorData};
 //!
 //! let img = Tensor::new(&[2, 2, 3], TensorData::U8((0..12u8).map(|x| x * 20).collect::<Vec<_>>().into()))?;
 //! let norm = PointOp::Normalize { mean: vec![0.5], std: vec![0.25], scale: 1.0 };
@@ -46,16 +46,15 @@
 //! for (a, b) in fused.as_f32().unwrap().iter().zip(step_by_step.as_f32().unwrap()) {
 //!     assert!((a - b).abs() < 1e-5);
 //! }
-//! # Ok::<(), sluice_core::Error>(())
+//! # Ok::<(), sluice_image::Error>(())
 //! ```
 
-use crate::error::{Error, Result};
-use crate::pool;
-use crate::tensor::{Tensor, TensorData};
+use sluice_tensor::{Tensor, TensorData, pool};
 
-use super::channel_sums::{ByteSums, ChannelSums};
-use super::color::{BLOCK, INV_255, inverse_stds, per_channel};
-use super::decode::WindowView;
+use crate::channel_sums::{ByteSums, ChannelSums};
+use crate::color::{BLOCK, INV_255, inverse_stds, per_channel};
+use crate::decode::WindowView;
+use crate::error::{Error, Result};
 
 /// How `u8` values become `f32` at the start of a [`PointChain`] (`f32` images are taken
 /// as they are).
@@ -147,7 +146,7 @@ impl PointChain {
     pub fn apply(&self, img: &Tensor) -> Result<Tensor> {
         let mut out = pool::take_filled(img.len());
         self.apply_into(img, &mut out)?;
-        Tensor::new(img.shape(), TensorData::F32(out.into()))
+        Ok(Tensor::new(img.shape(), TensorData::F32(out.into()))?)
     }
 
     /// [`apply`](Self::apply), writing the values to `out` (of the image's length).
@@ -155,10 +154,13 @@ impl PointChain {
         let (pixels, c) = match *img.shape() {
             [h, w, c] | [_, h, w, c] => (h * w, c),
             ref other => {
-                return Err(Error::Image(format!(
-                    "point chain: expected an image [height, width, channels] or a batch \
-                     [batch, height, width, channels], got shape {other:?}"
-                )));
+                return Err(Error::shape(
+                    "point chain",
+                    format!(
+                        "point chain: expected an image [height, width, channels] or a batch \
+                         [batch, height, width, channels], got shape {other:?}"
+                    ),
+                ));
             }
         };
         check_output_len(out, img.len())?;
@@ -173,10 +175,14 @@ impl PointChain {
                 TensorData::U8(v) => Src::U8(&v[range]),
                 TensorData::F32(v) => Src::F32(&v[range]),
                 other => {
-                    return Err(Error::Image(format!(
-                        "point chain: expected a u8 or f32 image, got {}",
-                        other.dtype()
-                    )));
+                    return Err(Error::DType {
+                        op: "point chain",
+                        found: other.dtype(),
+                        message: format!(
+                            "point chain: expected a u8 or f32 image, got {}",
+                            other.dtype()
+                        ),
+                    });
                 }
             };
             image_pass(src, dst, pixels, c, &steps, self.load);
@@ -185,9 +191,9 @@ impl PointChain {
     }
 
     /// [`apply_into`](Self::apply_into) for the window of decoded rows `view` (a `u8`
-    /// image `[height, width, channels]`), read straight from the rows: no copy of the
-    /// window is made.
-    pub(crate) fn apply_view_into(&self, view: WindowView<'_>, out: &mut [f32]) -> Result<()> {
+    /// image `[height, width, channels]`, from [`decode_window_then`](crate::decode::decode_window_then)),
+    /// read straight from the rows: no copy of the window is made.
+    pub fn apply_view_into(&self, view: WindowView<'_>, out: &mut [f32]) -> Result<()> {
         let [h, w, c] = view.shape();
         check_output_len(out, h * w * c)?;
         if out.is_empty() {
@@ -226,10 +232,13 @@ fn check_output_len(out: &[f32], len: usize) -> Result<()> {
     if out.len() == len {
         Ok(())
     } else {
-        Err(Error::Image(format!(
-            "point chain: output of {} values for an image of {len}",
-            out.len()
-        )))
+        Err(Error::invalid(
+            "point chain",
+            format!(
+                "point chain: output of {} values for an image of {len}",
+                out.len()
+            ),
+        ))
     }
 }
 
@@ -664,7 +673,7 @@ fn for_pattern(values: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32, f3
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::color::{adjust_brightness, adjust_contrast, cast, normalize, to_unit_f32};
+    use crate::color::{adjust_brightness, adjust_contrast, cast, normalize, to_unit_f32};
     use proptest::prelude::*;
 
     /// The chain as the ops one after the other, except for the means of a contrast whose
@@ -674,7 +683,7 @@ mod tests {
     fn step_by_step(chain: &PointChain, img: &Tensor) -> Result<Tensor> {
         let mut t = match chain.load {
             PointLoad::Unit => to_unit_f32(img)?,
-            PointLoad::Cast => cast(img, crate::tensor::DType::F32)?,
+            PointLoad::Cast => cast(img, sluice_tensor::DType::F32)?,
         };
         for (k, op) in chain.ops.iter().enumerate() {
             let from_bytes = match (&chain.ops[..k], img.data()) {
@@ -801,7 +810,7 @@ mod tests {
                 }
                 cropped.extend(line.concat());
             }
-            let win = crate::image::decode::Window { y: y0, x: x0, height, width, mirror };
+            let win = crate::decode::Window { y: y0, x: x0, height, width, mirror };
             let view = WindowView::new(&rows, w, c, win).unwrap();
             let chain = PointChain { load: if unit { PointLoad::Unit } else { PointLoad::Cast }, ops };
             let mut out = vec![f32::NAN; height * width * c];

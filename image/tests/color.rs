@@ -1,4 +1,4 @@
-//! Tests of `sluice_core::image::color`: TensorFlow reference vectors, hand-computed
+//! Tests of `sluice_image::color`: TensorFlow reference vectors, hand-computed
 //! values, errors, and properties.
 //!
 //! # Reference vectors
@@ -57,13 +57,18 @@
 
 use proptest::prelude::*;
 use rand::Rng;
-use sluice_core::image::color::{
+use rand::SeedableRng;
+use sluice_image::color::{
     adjust_brightness, adjust_brightness_contrast, adjust_contrast, adjust_hue, adjust_saturation,
     cast, denormalize, from_unit_f32, normalize, random_brightness, random_contrast, random_hue,
     random_saturation, to_unit_f32,
 };
-use sluice_core::rng::rng_from_seed;
-use sluice_core::{DType, Tensor, TensorData};
+use sluice_tensor::{DType, Tensor, TensorData};
+
+/// The RNG `sluice_core::rng::rng_from_seed` gives (PCG-64 MCG from a `u64` seed).
+fn rng_from_seed(seed: u64) -> rand_pcg::Pcg64Mcg {
+    rand_pcg::Pcg64Mcg::seed_from_u64(seed)
+}
 
 #[allow(clippy::approx_constant, clippy::excessive_precision)]
 mod tf {

@@ -52,10 +52,10 @@ use std::array;
 use bytes::Bytes;
 use rand::{Rng, RngCore};
 
-use super::channel_sums::channel_means;
+use sluice_tensor::{DType, Tensor, TensorData, pool};
+
+use crate::channel_sums::channel_means;
 use crate::error::{Error, Result};
-use crate::pool;
-use crate::tensor::{DType, Tensor, TensorData};
 
 /// `1 / 255` as `f32`: TensorFlow's scale from `u8` to `[0, 1]` (`1. / 255` rounded to
 /// `float32`, the same value).
@@ -93,22 +93,27 @@ struct Dims {
     channels: usize,
 }
 
-fn dims(img: &Tensor, op: &str) -> Result<Dims> {
+fn dims(img: &Tensor, op: &'static str) -> Result<Dims> {
     let (h, w, c) = match *img.shape() {
         [h, w, c] | [_, h, w, c] => (h, w, c),
         ref other => {
-            return Err(Error::Image(format!(
-                "{op}: expected an image [height, width, channels] or a batch [batch, height, \
-                 width, channels], got shape {other:?}"
-            )));
+            return Err(Error::shape(
+                op,
+                format!(
+                    "{op}: expected an image [height, width, channels] or a batch [batch, \
+                     height, width, channels], got shape {other:?}"
+                ),
+            ));
         }
     };
     match img.dtype() {
         DType::U8 | DType::F32 => {}
         other => {
-            return Err(Error::Image(format!(
-                "{op}: expected a u8 or f32 image, got {other}"
-            )));
+            return Err(Error::DType {
+                op,
+                found: other,
+                message: format!("{op}: expected a u8 or f32 image, got {other}"),
+            });
         }
     }
     Ok(Dims {
@@ -117,23 +122,26 @@ fn dims(img: &Tensor, op: &str) -> Result<Dims> {
     })
 }
 
-fn rgb_dims(img: &Tensor, op: &str) -> Result<Dims> {
+fn rgb_dims(img: &Tensor, op: &'static str) -> Result<Dims> {
     let d = dims(img, op)?;
     if d.channels != 3 {
-        return Err(Error::Image(format!(
-            "{op}: expected an RGB image (3 channels), got {} channels",
-            d.channels
-        )));
+        return Err(Error::shape(
+            op,
+            format!(
+                "{op}: expected an RGB image (3 channels), got {} channels",
+                d.channels
+            ),
+        ));
     }
     Ok(d)
 }
 
 fn f32_image(shape: &[usize], values: Vec<f32>) -> Result<Tensor> {
-    Tensor::new(shape, TensorData::F32(values.into()))
+    Ok(Tensor::new(shape, TensorData::F32(values.into()))?)
 }
 
 fn u8_image(shape: &[usize], values: Vec<u8>) -> Result<Tensor> {
-    Tensor::new(shape, TensorData::U8(Bytes::from(values)))
+    Ok(Tensor::new(shape, TensorData::U8(Bytes::from(values)))?)
 }
 
 /// `u8` values through a lookup table.
@@ -242,9 +250,10 @@ pub fn cast(img: &Tensor, dtype: DType) -> Result<Tensor> {
             out.extend(v.iter().map(|&x| x as u8));
             u8_image(img.shape(), out)
         }
-        (_, other) => Err(Error::Image(format!(
-            "cast: can cast an image to u8 or f32, not {other}"
-        ))),
+        (_, other) => Err(Error::invalid(
+            "cast",
+            format!("cast: can cast an image to u8 or f32, not {other}"),
+        )),
     }
 }
 
@@ -289,16 +298,18 @@ pub(super) fn uniform<R: RngCore + ?Sized>(rng: &mut R, lo: f32, hi: f32) -> f32
     u * (hi - lo) + lo
 }
 
-pub(super) fn check_range(op: &str, lower: f32, upper: f32) -> Result<()> {
+pub(super) fn check_range(op: &'static str, lower: f32, upper: f32) -> Result<()> {
     if upper.is_nan() || lower.is_nan() || upper <= lower {
-        return Err(Error::Image(format!(
-            "{op}: upper ({upper}) must be > lower ({lower})"
-        )));
+        return Err(Error::invalid(
+            op,
+            format!("{op}: upper ({upper}) must be > lower ({lower})"),
+        ));
     }
     if lower < 0.0 {
-        return Err(Error::Image(format!(
-            "{op}: lower ({lower}) must be non-negative"
-        )));
+        return Err(Error::invalid(
+            op,
+            format!("{op}: lower ({lower}) must be non-negative"),
+        ));
     }
     Ok(())
 }
@@ -336,22 +347,21 @@ pub fn random_brightness<R: RngCore + ?Sized>(
     adjust_brightness(img, delta)
 }
 
-/// The delta [`random_brightness`] draws: checks `max_delta`, then one draw.
-pub(crate) fn draw_brightness<R: RngCore + ?Sized>(max_delta: f32, rng: &mut R) -> Result<f32> {
+/// The delta [`random_brightness`] draws: checks `max_delta`, then one draw (for a fused
+/// [`PointChain`](crate::PointChain) that draws what the op would).
+pub fn draw_brightness<R: RngCore + ?Sized>(max_delta: f32, rng: &mut R) -> Result<f32> {
     if max_delta.is_nan() || max_delta < 0.0 {
-        return Err(Error::Image(format!(
-            "random_brightness: max_delta ({max_delta}) must be non-negative"
-        )));
+        return Err(Error::invalid(
+            "random_brightness",
+            format!("random_brightness: max_delta ({max_delta}) must be non-negative"),
+        ));
     }
     Ok(uniform(rng, -max_delta, max_delta))
 }
 
-/// The factor [`random_contrast`] draws: checks the range, then one draw.
-pub(crate) fn draw_contrast<R: RngCore + ?Sized>(
-    lower: f32,
-    upper: f32,
-    rng: &mut R,
-) -> Result<f32> {
+/// The factor [`random_contrast`] draws: checks the range, then one draw (for a fused
+/// [`PointChain`](crate::PointChain) that draws what the op would).
+pub fn draw_contrast<R: RngCore + ?Sized>(lower: f32, upper: f32, rng: &mut R) -> Result<f32> {
     check_range("random_contrast", lower, upper)?;
     Ok(uniform(rng, lower, upper))
 }
@@ -654,9 +664,10 @@ fn hue_pixel(r: f32, g: f32, b: f32, delta6: f32) -> [f32; 3] {
 /// rounding (within about 1e-7 on `[0, 1]` values).
 pub fn adjust_hue(img: &Tensor, delta: f32) -> Result<Tensor> {
     if !(-1.0..=1.0).contains(&delta) {
-        return Err(Error::Image(format!(
-            "adjust_hue: delta ({delta}) must be in [-1, 1]"
-        )));
+        return Err(Error::invalid(
+            "adjust_hue",
+            format!("adjust_hue: delta ({delta}) must be in [-1, 1]"),
+        ));
     }
     rgb_dims(img, "adjust_hue")?;
     let delta6 = delta * 6.0;
@@ -671,9 +682,10 @@ pub fn random_hue<R: RngCore + ?Sized>(
     rng: &mut R,
 ) -> Result<Tensor> {
     if !(0.0..=0.5).contains(&max_delta) {
-        return Err(Error::Image(format!(
-            "random_hue: max_delta ({max_delta}) must be in [0, 0.5]"
-        )));
+        return Err(Error::invalid(
+            "random_hue",
+            format!("random_hue: max_delta ({max_delta}) must be in [0, 0.5]"),
+        ));
     }
     rgb_dims(img, "random_hue")?;
     let delta = uniform(rng, -max_delta, max_delta);
@@ -684,22 +696,32 @@ pub fn random_hue<R: RngCore + ?Sized>(
 // Normalization
 
 /// Per-channel parameters: one value per channel, or one value for all.
-pub(super) fn per_channel(op: &str, name: &str, values: &[f32], c: usize) -> Result<Vec<f32>> {
+pub(super) fn per_channel(
+    op: &'static str,
+    name: &str,
+    values: &[f32],
+    c: usize,
+) -> Result<Vec<f32>> {
     match values.len() {
         1 => Ok(vec![values[0]; c]),
         n if n == c => Ok(values.to_vec()),
-        n => Err(Error::Image(format!(
-            "{op}: {name} has {n} values for an image of {c} channels (give {c}, or 1 for all)"
-        ))),
+        n => Err(Error::invalid(
+            op,
+            format!(
+                "{op}: {name} has {n} values for an image of {c} channels (give {c}, or 1 for \
+                 all)"
+            ),
+        )),
     }
 }
 
-pub(super) fn inverse_stds(op: &str, std: &[f32], c: usize) -> Result<Vec<f32>> {
+pub(super) fn inverse_stds(op: &'static str, std: &[f32], c: usize) -> Result<Vec<f32>> {
     let std = per_channel(op, "std", std, c)?;
     if let Some(bad) = std.iter().find(|s| !(s.is_finite() && **s != 0.0)) {
-        return Err(Error::Image(format!(
-            "{op}: std values must be finite and non-zero, got {bad}"
-        )));
+        return Err(Error::invalid(
+            op,
+            format!("{op}: std values must be finite and non-zero, got {bad}"),
+        ));
     }
     Ok(std.iter().map(|s| 1.0 / s).collect())
 }
@@ -736,9 +758,10 @@ pub fn normalize(img: &Tensor, mean: &[f32], std: &[f32], scale: f32) -> Result<
 pub fn denormalize(img: &Tensor, mean: &[f32], std: &[f32], scale: f32) -> Result<Tensor> {
     let d = dims(img, "denormalize")?;
     if !(scale.is_finite() && scale != 0.0) {
-        return Err(Error::Image(format!(
-            "denormalize: scale must be finite and non-zero, got {scale}"
-        )));
+        return Err(Error::invalid(
+            "denormalize",
+            format!("denormalize: scale must be finite and non-zero, got {scale}"),
+        ));
     }
     let mean = per_channel("denormalize", "mean", mean, d.channels)?;
     let std = per_channel("denormalize", "std", std, d.channels)?;

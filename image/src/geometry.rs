@@ -1,16 +1,17 @@
 //! Geometric image ops: resize, crops, flips, rotation, padding, cutout, layout changes, and
 //! a parallel per-row map over batches.
 //!
-//! Every op takes an HWC image (see [`super`]) of dtype `u8` or `f32`, with any number of
-//! channels, and returns a new [`Tensor`]; bad arguments give [`Error::Image`], never a
-//! panic. Ops keep the input's dtype except [`resize`] with [`ResizeMethod::Bilinear`] or
+//! Every op takes an HWC image (see [the crate docs](crate)) of dtype `u8` or `f32`, with
+//! any number of channels, and returns a new [`Tensor`]; bad arguments give an [`Error`]
+//! ([`Error::InvalidArgument`], [`Error::Shape`] or [`Error::DType`]), never a panic. Ops keep the input's dtype except [`resize`] with [`ResizeMethod::Bilinear`] or
 //! [`ResizeMethod::Area`], which return `f32` as `tf.image.resize` does.
 //!
 //! Where a value has to be written into a `u8` image (a fill value, a rotated pixel) it is
 //! rounded to the nearest integer and saturated to `0..=255`.
 //!
 //! Random ops draw from the RNG they are given, and always draw the same amount whatever
-//! they decide, so a keyed [`crate::rng::ElementRng`] makes them reproducible.
+//! they decide, so an RNG keyed per image (`sluice-core`'s `ElementRng`) makes them
+//! reproducible.
 //!
 //! Hot loops work on whole rows (slices), and on `[T; C]` pixel arrays for 1, 3 and 4
 //! channels, so crops and flips of `u8` images run at memory speed, and a crop of whole
@@ -32,10 +33,9 @@ use bytes::Bytes;
 use rand::{Rng, RngCore};
 use rayon::prelude::*;
 
-use super::hwc;
+use sluice_tensor::{Shared, Tensor, TensorData, pool};
+
 use crate::error::{Error, Result};
-use crate::rng::ElementRng;
-use crate::tensor::{Shared, Tensor, TensorData};
 
 /// How [`resize`] computes output pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,7 +111,7 @@ impl Px for f32 {
         v
     }
     fn alloc(n: usize) -> Vec<Self> {
-        crate::pool::take(n)
+        pool::take(n)
     }
     fn wrap(v: Vec<Self>) -> TensorData {
         TensorData::F32(Shared::new(v))
@@ -122,7 +122,19 @@ impl Px for f32 {
 }
 
 fn make<T: Px>(shape: &[usize], v: Vec<T>) -> Result<Tensor> {
-    Tensor::new(shape, T::wrap(v)).map_err(|e| Error::Image(e.to_string()))
+    Ok(Tensor::new(shape, T::wrap(v))?)
+}
+
+/// `(height, width, channels)` of an HWC image tensor; an [`Error::Shape`] for another rank.
+#[inline]
+pub fn hwc(t: &Tensor) -> Result<(usize, usize, usize)> {
+    match t.shape() {
+        [h, w, c] => Ok((*h, *w, *c)),
+        other => Err(Error::shape(
+            "hwc",
+            format!("expected an image of shape [height, width, channels], got {other:?}"),
+        )),
+    }
 }
 
 /// Runs `$body` with `$s` bound to the image's values as `&[u8]` or `&[f32]`.
@@ -138,11 +150,11 @@ macro_rules! per_dtype {
                 $body
             }
             _ => {
-                return Err(Error::Image(format!(
-                    "{} takes u8 or f32 images, got {}",
-                    $op,
-                    $img.dtype()
-                )));
+                return Err(Error::DType {
+                    op: $op,
+                    found: $img.dtype(),
+                    message: format!("{} takes u8 or f32 images, got {}", $op, $img.dtype()),
+                });
             }
         }
     };
@@ -179,29 +191,34 @@ fn chans<const C: usize>(c: usize) -> usize {
     if C == 0 { c } else { C }
 }
 
-fn nonempty(op: &str, h: usize, w: usize) -> Result<()> {
+fn nonempty(op: &'static str, h: usize, w: usize) -> Result<()> {
     if h == 0 || w == 0 {
-        return Err(Error::Image(format!(
-            "{op} needs a non-empty image, got height {h} and width {w}"
-        )));
+        return Err(Error::shape(
+            op,
+            format!("{op} needs a non-empty image, got height {h} and width {w}"),
+        ));
     }
     Ok(())
 }
 
 /// Errors unless an output of `shape` fits in memory (its byte size fits an `isize`).
-fn values_in(op: &str, shape: &[usize]) -> Result<usize> {
+fn values_in(op: &'static str, shape: &[usize]) -> Result<usize> {
     shape
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
         .filter(|&n| n <= isize::MAX as usize / 4)
-        .ok_or_else(|| Error::Image(format!("{op}: output shape {shape:?} is too large")))
+        .ok_or_else(|| Error::invalid(op, format!("{op}: output shape {shape:?} is too large")))
 }
 
-pub(crate) fn probability(op: &str, p: f32) -> Result<()> {
+/// Checks that `p` is a probability (in `[0, 1]`) for `op`: an [`Error::InvalidArgument`]
+/// otherwise. What the random flips check before drawing.
+#[inline]
+pub fn probability(op: &'static str, p: f32) -> Result<()> {
     if !(0.0..=1.0).contains(&p) {
-        return Err(Error::Image(format!(
-            "{op}: probability must be in [0, 1], got {p}"
-        )));
+        return Err(Error::invalid(
+            op,
+            format!("{op}: probability must be in [0, 1], got {p}"),
+        ));
     }
     Ok(())
 }
@@ -218,9 +235,10 @@ pub fn resize(img: &Tensor, height: usize, width: usize, method: ResizeMethod) -
     let (h, w, c) = hwc(img)?;
     nonempty("resize", h, w)?;
     if height == 0 || width == 0 {
-        return Err(Error::Image(format!(
-            "resize: output size must be positive, got {height}x{width}"
-        )));
+        return Err(Error::invalid(
+            "resize",
+            format!("resize: output size must be positive, got {height}x{width}"),
+        ));
     }
     let shape = [height, width, c];
     values_in("resize", &shape)?;
@@ -230,7 +248,7 @@ pub fn resize(img: &Tensor, height: usize, width: usize, method: ResizeMethod) -
             (ResizeMethod::Nearest, d) => d,
             _ => TensorData::F32(Shared::new(Vec::new())),
         };
-        return Tensor::new(&shape, data).map_err(|e| Error::Image(e.to_string()));
+        return Ok(Tensor::new(&shape, data)?);
     }
     per_dtype!(img, "resize", |s| match method {
         ResizeMethod::Nearest => make(&shape, resize_nearest(s, h, w, c, height, width)),
@@ -450,14 +468,18 @@ pub fn crop(img: &Tensor, y: usize, x: usize, height: usize, width: usize) -> Re
     let (h, w, c) = hwc(img)?;
     let fits = |o: usize, n: usize, lim: usize| o.checked_add(n).is_some_and(|e| e <= lim);
     if height == 0 || width == 0 || !fits(y, height, h) || !fits(x, width, w) {
-        return Err(Error::Image(format!(
-            "crop of {height}x{width} at ({y}, {x}) does not fit in a {h}x{w} image (sizes must be positive)"
-        )));
+        return Err(Error::invalid(
+            "crop",
+            format!(
+                "crop of {height}x{width} at ({y}, {x}) does not fit in a {h}x{w} image (sizes \
+                 must be positive)"
+            ),
+        ));
     }
     let shape = [height, width, c];
     if (x == 0 && width == w) || c == 0 {
         let data = img.data().slice(y * w * c..(y + height) * w * c);
-        return Tensor::new(&shape, data).map_err(|e| Error::Image(e.to_string()));
+        return Ok(Tensor::new(&shape, data)?);
     }
     per_dtype!(img, "crop", |s| {
         let mut out = Px::alloc(height * width * c);
@@ -472,9 +494,10 @@ pub fn crop(img: &Tensor, y: usize, x: usize, height: usize, width: usize) -> Re
 pub fn center_crop(img: &Tensor, height: usize, width: usize) -> Result<Tensor> {
     let (h, w, _) = hwc(img)?;
     if height > h || width > w {
-        return Err(Error::Image(format!(
-            "center_crop of {height}x{width} is larger than the {h}x{w} image"
-        )));
+        return Err(Error::invalid(
+            "center_crop",
+            format!("center_crop of {height}x{width} is larger than the {h}x{w} image"),
+        ));
     }
     crop(img, (h - height) / 2, (w - width) / 2, height, width)
 }
@@ -488,9 +511,10 @@ pub fn random_crop<R: RngCore + ?Sized>(
 ) -> Result<Tensor> {
     let (h, w, _) = hwc(img)?;
     if height > h || width > w {
-        return Err(Error::Image(format!(
-            "random_crop of {height}x{width} is larger than the {h}x{w} image"
-        )));
+        return Err(Error::invalid(
+            "random_crop",
+            format!("random_crop of {height}x{width} is larger than the {h}x{w} image"),
+        ));
     }
     let y = rng.random_range(0..=h - height);
     let x = rng.random_range(0..=w - width);
@@ -513,9 +537,13 @@ pub fn random_resized_crop_window<R: RngCore + ?Sized>(
     nonempty("random_resized_crop", h, w)?;
     let ok = |(a, b): (f32, f32)| a.is_finite() && b.is_finite() && a > 0.0 && a <= b;
     if !ok(scale) || !ok(ratio) {
-        return Err(Error::Image(format!(
-            "random_resized_crop: scale and ratio must be finite ranges (lo, hi) with 0 < lo <= hi, got {scale:?} and {ratio:?}"
-        )));
+        return Err(Error::invalid(
+            "random_resized_crop",
+            format!(
+                "random_resized_crop: scale and ratio must be finite ranges (lo, hi) with 0 < lo \
+                 <= hi, got {scale:?} and {ratio:?}"
+            ),
+        ));
     }
     let area = (h * w) as f64;
     let (lr0, lr1) = (f64::from(ratio.0).ln(), f64::from(ratio.1).ln());
@@ -668,9 +696,10 @@ fn cos_sin(degrees: f64) -> (f64, f64) {
 pub fn rotate(img: &Tensor, degrees: f32, fill: f32) -> Result<Tensor> {
     let (h, w, c) = hwc(img)?;
     if !degrees.is_finite() {
-        return Err(Error::Image(format!(
-            "rotate: angle must be finite, got {degrees}"
-        )));
+        return Err(Error::invalid(
+            "rotate",
+            format!("rotate: angle must be finite, got {degrees}"),
+        ));
     }
     let (cos, sin) = cos_sin(f64::from(degrees));
     let (cos, sin) = (cos as f32, sin as f32);
@@ -775,9 +804,10 @@ pub fn random_rotate<R: RngCore + ?Sized>(
     rng: &mut R,
 ) -> Result<Tensor> {
     if !(max_degrees.is_finite() && max_degrees >= 0.0) {
-        return Err(Error::Image(format!(
-            "random_rotate: max_degrees must be finite and >= 0, got {max_degrees}"
-        )));
+        return Err(Error::invalid(
+            "random_rotate",
+            format!("random_rotate: max_degrees must be finite and >= 0, got {max_degrees}"),
+        ));
     }
     let d = rng.random_range(-max_degrees..=max_degrees);
     rotate(img, d, fill)
@@ -792,13 +822,17 @@ pub fn pad(img: &Tensor, n: usize, mode: PadMode) -> Result<Tensor> {
     if let PadMode::Reflect = mode
         && (n >= h || n >= w)
     {
-        return Err(Error::Image(format!(
-            "pad: reflect padding of {n} needs an image larger than {n}x{n}, got {h}x{w}"
-        )));
+        return Err(Error::invalid(
+            "pad",
+            format!("pad: reflect padding of {n} needs an image larger than {n}x{n}, got {h}x{w}"),
+        ));
     }
     let grow = |d: usize| n.checked_mul(2).and_then(|p| d.checked_add(p));
     let (Some(oh), Some(ow)) = (grow(h), grow(w)) else {
-        return Err(Error::Image(format!("pad: padding {n} is too large")));
+        return Err(Error::invalid(
+            "pad",
+            format!("pad: padding {n} is too large"),
+        ));
     };
     values_in("pad", &[oh, ow, c])?;
     per_dtype!(img, "pad", |s| make(
@@ -889,8 +923,7 @@ pub fn cutout<R: RngCore + ?Sized>(
 pub fn to_chw(img: &Tensor) -> Result<Tensor> {
     let (h, w, c) = hwc(img)?;
     if c == 1 {
-        return Tensor::new(&[1, h, w], img.data().clone())
-            .map_err(|e| Error::Image(e.to_string()));
+        return Ok(Tensor::new(&[1, h, w], img.data().clone())?);
     }
     per_dtype!(img, "to_chw", |s| {
         let mut out = Px::alloc(s.len());
@@ -927,8 +960,7 @@ fn interleave<T: Px, const C: usize>(s: &[T], hw: usize, out: &mut [T]) {
 pub fn from_chw(img: &Tensor) -> Result<Tensor> {
     let (c, h, w) = hwc(img)?;
     if c == 1 {
-        return Tensor::new(&[h, w, 1], img.data().clone())
-            .map_err(|e| Error::Image(e.to_string()));
+        return Ok(Tensor::new(&[h, w, 1], img.data().clone())?);
     }
     per_dtype!(img, "from_chw", |s| {
         let mut out = vec![Default::default(); s.len()];
@@ -953,67 +985,80 @@ pub fn from_chw(img: &Tensor) -> Result<Tensor> {
 
 fn stack_rows(rows: Vec<Tensor>) -> Result<Tensor> {
     let Some(first) = rows.first() else {
-        return Err(Error::Image("map_batch: the batch is empty".into()));
+        return Err(Error::shape("map_batch", "map_batch: the batch is empty"));
     };
     if let Some(bad) = rows
         .iter()
         .find(|r| r.shape() != first.shape() || r.dtype() != first.dtype())
     {
-        return Err(Error::Image(format!(
-            "map_batch: rows came out with different shapes or dtypes ({:?} {} and {:?} {})",
-            first.shape(),
-            first.dtype(),
-            bad.shape(),
-            bad.dtype()
-        )));
+        return Err(Error::shape(
+            "map_batch",
+            format!(
+                "map_batch: rows came out with different shapes or dtypes ({:?} {} and {:?} {})",
+                first.shape(),
+                first.dtype(),
+                bad.shape(),
+                bad.dtype()
+            ),
+        ));
     }
-    Tensor::stack(&rows.iter().collect::<Vec<_>>()).map_err(|e| Error::Image(e.to_string()))
+    Ok(Tensor::stack(&rows.iter().collect::<Vec<_>>())?)
 }
 
 fn batch_rows(batch: &Tensor) -> Result<usize> {
     match batch.shape().first() {
         Some(&b) if b > 0 => Ok(b),
-        _ => Err(Error::Image(format!(
-            "map_batch needs a non-empty batch [batch, ...], got shape {:?}",
-            batch.shape()
-        ))),
+        _ => Err(Error::shape(
+            "map_batch",
+            format!(
+                "map_batch needs a non-empty batch [batch, ...], got shape {:?}",
+                batch.shape()
+            ),
+        )),
     }
 }
 
 /// Applies `f(row, index)` to each row of a batch (e.g. `[B, H, W, C]`) in parallel (rayon)
 /// and stacks the results, which must all have one shape and dtype. For random ops, derive
-/// the row's RNG from its index (e.g. `key.element_rng(ElementId::new(s, i as u64))`), or
-/// use [`map_batch_with_rngs`].
-pub fn map_batch(
+/// the row's RNG from its index (e.g. `sluice-core`'s
+/// `key.element_rng(ElementId::new(s, i as u64))`), or use [`map_batch_with_rngs`].
+///
+/// `f` may fail with an error of its own type `E` (this crate's errors convert into it),
+/// which comes through unchanged.
+pub fn map_batch<E: From<Error> + Send>(
     batch: &Tensor,
-    f: impl Fn(&Tensor, usize) -> Result<Tensor> + Sync,
-) -> Result<Tensor> {
+    f: impl Fn(&Tensor, usize) -> Result<Tensor, E> + Sync,
+) -> Result<Tensor, E> {
     let b = batch_rows(batch)?;
     let rows = (0..b)
         .into_par_iter()
-        .map(|i| f(&batch.row(i)?, i))
-        .collect::<Result<Vec<_>>>()?;
-    stack_rows(rows)
+        .map(|i| f(&batch.row(i).map_err(Error::from)?, i))
+        .collect::<Result<Vec<_>, E>>()?;
+    Ok(stack_rows(rows)?)
 }
 
 /// [`map_batch`] with one RNG per row: `f(row, &mut rngs[i])` (`rngs` must have one RNG per
-/// row).
-pub fn map_batch_with_rngs(
+/// row, e.g. `sluice-core`'s `ElementRng`s keyed by the rows' ids).
+pub fn map_batch_with_rngs<R: RngCore + Send, E: From<Error> + Send>(
     batch: &Tensor,
-    rngs: &mut [ElementRng],
-    f: impl Fn(&Tensor, &mut ElementRng) -> Result<Tensor> + Sync,
-) -> Result<Tensor> {
+    rngs: &mut [R],
+    f: impl Fn(&Tensor, &mut R) -> Result<Tensor, E> + Sync,
+) -> Result<Tensor, E> {
     let b = batch_rows(batch)?;
     if rngs.len() != b {
-        return Err(Error::Image(format!(
-            "map_batch_with_rngs: {} RNGs for a batch of {b}",
-            rngs.len()
-        )));
+        return Err(Error::invalid(
+            "map_batch_with_rngs",
+            format!(
+                "map_batch_with_rngs: {} RNGs for a batch of {b}",
+                rngs.len()
+            ),
+        )
+        .into());
     }
     let rows = rngs
         .par_iter_mut()
         .enumerate()
-        .map(|(i, rng)| f(&batch.row(i)?, rng))
-        .collect::<Result<Vec<_>>>()?;
-    stack_rows(rows)
+        .map(|(i, rng)| f(&batch.row(i).map_err(Error::from)?, rng))
+        .collect::<Result<Vec<_>, E>>()?;
+    Ok(stack_rows(rows)?)
 }

@@ -2,9 +2,9 @@
 //! `tf.io.decode_and_crop_jpeg` and a DCT-scaled JPEG decode.
 //!
 //! ```
-//! use sluice_core::image::decode::{decode_and_crop, decode_image};
+//! use sluice_image::decode::{decode_and_crop, decode_image};
 //!
-//! # fn main() -> sluice_core::Result<()> {
+//! # fn main() -> sluice_image::Result<()> {
 //! // A 4×2 RGB PNG.
 //! let pixels: Vec<u8> = (0..24).collect();
 //! let mut png = Vec::new();
@@ -33,7 +33,7 @@
 //! What is decoded and how it compares with TensorFlow:
 //!
 //! - **Formats** are recognised by their magic bytes (`FF D8 FF` for JPEG, the 8-byte PNG
-//!   signature); anything else is an [`Error::Image`] naming what the bytes look like.
+//!   signature); anything else is an [`Error::UnknownFormat`] naming what the bytes look like.
 //! - **JPEG** is decoded by zune-jpeg (the decoder of the `image` crate) in strict mode, so a
 //!   truncated or corrupt stream is an error, as in TensorFlow (unless its
 //!   `try_recover_truncated`); a stream without its end-of-image marker counts as truncated.
@@ -61,7 +61,7 @@
 //!   conversion, 16-bit PNG or crop builds its one new buffer).
 //!
 //! [`decode_and_crop`] (and a `random_crop` or `center_crop` right after `decode` in
-//! [`ImageOpsSpec`](crate::stages::image_ops::ImageOpsSpec)) decodes only what the crop
+//! `sluice-core`'s `image_ops` stage) decodes only what the crop
 //! needs where it can: for a baseline JPEG whose single scan holds every component,
 //! zune-jpeg (with Sluice's window patch, `vendor/zune-jpeg/SLUICE-PATCH.md`) stops entropy
 //! decoding after the crop's last MCU row, skips the IDCT of blocks the crop does not depend
@@ -86,8 +86,9 @@ use zune_core::colorspace::ColorSpace;
 use zune_core::options::DecoderOptions;
 use zune_jpeg::JpegDecoder;
 
-use crate::error::{Error, Result};
-use crate::tensor::{Tensor, TensorData};
+use sluice_tensor::{Tensor, TensorData, pool};
+
+use crate::error::{DecodeErrorKind, Error, Result};
 
 /// Default for [`DecodeLimits::max_pixels`]: 2^28 pixels (16384 × 16384).
 pub const DEFAULT_MAX_PIXELS: u64 = 1 << 28;
@@ -101,7 +102,7 @@ const IEND: [u8; 12] = [0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x
 /// Limits checked against an image's header before anything is allocated for its pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodeLimits {
-    /// The largest `width × height` accepted; larger images are an [`Error::Image`].
+    /// The largest `width × height` accepted; larger images are an [`Error::TooLarge`].
     pub max_pixels: u64,
 }
 
@@ -119,19 +120,21 @@ impl DecodeLimits {
         DecodeLimits { max_pixels }
     }
 
-    fn check(&self, format: &str, height: u64, width: u64) -> Result<()> {
+    fn check(&self, format: ImageFormat, height: u64, width: u64) -> Result<()> {
         if height == 0 || width == 0 {
-            return Err(Error::Image(format!(
-                "{format} image has zero size ({width}x{height})"
-            )));
+            return Err(Error::decode(
+                format,
+                DecodeErrorKind::ZeroSize,
+                format!("{format} image has zero size ({width}x{height})"),
+            ));
         }
-        let pixels = height.saturating_mul(width);
-        if pixels > self.max_pixels {
-            return Err(Error::Image(format!(
-                "{format} image is {width}x{height} = {pixels} pixels, over the limit of {} \
-                 pixels",
-                self.max_pixels
-            )));
+        if height.saturating_mul(width) > self.max_pixels {
+            return Err(Error::TooLarge {
+                format,
+                height,
+                width,
+                limit: self.max_pixels,
+            });
         }
         Ok(())
     }
@@ -146,7 +149,17 @@ pub enum ImageFormat {
     Png,
 }
 
-/// The format of `data`, from its magic bytes; an [`Error::Image`] naming what was seen when
+impl std::fmt::Display for ImageFormat {
+    /// `JPEG` or `PNG`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ImageFormat::Jpeg => "JPEG",
+            ImageFormat::Png => "PNG",
+        })
+    }
+}
+
+/// The format of `data`, from its magic bytes; an [`Error::UnknownFormat`] naming what was seen when
 /// it is neither JPEG nor PNG.
 pub fn detect_format(data: &[u8]) -> Result<ImageFormat> {
     if data.starts_with(&[0xff, 0xd8, 0xff]) {
@@ -169,18 +182,17 @@ pub fn detect_format(data: &[u8]) -> Result<ImageFormat> {
         let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
         format!("bytes starting {}", head.join(" "))
     };
-    Err(Error::Image(format!(
-        "unknown image format (only JPEG and PNG are decoded): {seen}"
-    )))
+    Err(Error::UnknownFormat { seen })
 }
 
 /// Decodes a JPEG or PNG image into a `u8` tensor `[height, width, channels]`, like
 /// `tf.io.decode_image(data, channels, expand_animations=False)`.
 ///
 /// `channels`: `None` keeps the stored channels (1 grey, 2 grey + alpha (PNG only), 3 RGB,
-/// 4 RGBA); `Some(1 | 3 | 4)` converts (see the [module docs](self) for how). Errors
-/// ([`Error::Image`]): unknown format, truncated or corrupt data, zero size, more than
-/// [`DEFAULT_MAX_PIXELS`] pixels, or another `channels` value.
+/// 4 RGBA); `Some(1 | 3 | 4)` converts (see the [module docs](self) for how). Errors:
+/// [`Error::UnknownFormat`]; [`Error::Decode`] for truncated or corrupt data or a zero size;
+/// [`Error::TooLarge`] for more than [`DEFAULT_MAX_PIXELS`] pixels; [`Error::InvalidArgument`]
+/// for another `channels` value.
 pub fn decode_image(data: &[u8], channels: Option<usize>) -> Result<Tensor> {
     decode_image_with_limits(data, channels, &DecodeLimits::default())
 }
@@ -206,7 +218,7 @@ pub fn decode_image_with_limits(
 /// Decodes the window `crop = (y, x, height, width)` of a JPEG or PNG image, like
 /// `tf.io.decode_and_crop_jpeg(data, [y, x, height, width], channels)`: the window is in the
 /// full image's coordinates and must lie inside it with a non-zero size, otherwise
-/// [`Error::Image`].
+/// [`Error::InvalidArgument`].
 ///
 /// For a baseline JPEG whose single scan holds all components (what most encoders write),
 /// only what the window needs is decoded: entropy decoding stops after its last MCU row, and
@@ -255,10 +267,13 @@ pub(crate) fn decode_window(
                 mirror,
             })
         } else {
-            Err(Error::Image(format!(
-                "crop window (y {y}, x {x}, height {height}, width {width}) is empty or not \
-                 inside the {w}x{h} image"
-            )))
+            Err(Error::invalid(
+                "decode_and_crop",
+                format!(
+                    "crop window (y {y}, x {x}, height {height}, width {width}) is empty or not \
+                     inside the {w}x{h} image"
+                ),
+            ))
         }
     })
 }
@@ -266,12 +281,17 @@ pub(crate) fn decode_window(
 /// A window of an image, chosen by [`decode_window_with`]'s caller once the image's size is
 /// known: rows `y..y + height`, columns `x..x + width`, mirrored left-right if `mirror`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Window {
-    pub(crate) y: usize,
-    pub(crate) x: usize,
-    pub(crate) height: usize,
-    pub(crate) width: usize,
-    pub(crate) mirror: bool,
+pub struct Window {
+    /// The first row.
+    pub y: usize,
+    /// The first column.
+    pub x: usize,
+    /// Rows.
+    pub height: usize,
+    /// Columns.
+    pub width: usize,
+    /// Mirrored left-right (as `flip_left_right` of the crop).
+    pub mirror: bool,
 }
 
 thread_local! {
@@ -283,7 +303,32 @@ thread_local! {
 /// Decodes the window that `choose` picks given the image's (height, width), read from the
 /// header (for a JPEG, before any pixel is decoded; `choose` must return a window inside
 /// the image). For a baseline JPEG only the rows down to the window's bottom are decoded.
-pub(crate) fn decode_window_with(
+/// The window's pixels come out in a recycled buffer.
+///
+/// ```
+/// use sluice_image::decode::{DecodeLimits, Window, decode_window_with};
+///
+/// # fn main() -> sluice_image::Result<()> {
+/// let pixels: Vec<u8> = (0..24).collect();
+/// let mut png = Vec::new();
+/// image::write_buffer_with_format(
+///     &mut std::io::Cursor::new(&mut png),
+///     &pixels,
+///     4,
+///     2,
+///     image::ExtendedColorType::Rgb8,
+///     image::ImageFormat::Png,
+/// )
+/// .unwrap();
+/// // The right half of the bottom row, mirrored.
+/// let crop = decode_window_with(&png, None, &DecodeLimits::default(), &mut |h, w| {
+///     Ok(Window { y: h - 1, x: w / 2, height: 1, width: w / 2, mirror: true })
+/// })?;
+/// assert_eq!(crop.as_u8().unwrap(), &[21, 22, 23, 18, 19, 20]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn decode_window_with(
     data: &[u8],
     channels: Option<usize>,
     limits: &DecodeLimits,
@@ -299,10 +344,11 @@ pub(crate) fn decode_window_with(
     )
 }
 
-/// Full-width decoded rows and a window in them: what a consumer can read the window's
-/// pixels from without copying them out first ([`WindowView::gather`]).
+/// Full-width decoded rows and a window in them, as [`decode_window_then`] hands them over:
+/// what a consumer can read the window's pixels from without copying them out first (as
+/// [`PointChain::apply_view_into`](crate::PointChain::apply_view_into) does).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct WindowView<'a> {
+pub struct WindowView<'a> {
     /// Rows `0..` of the image, `w * c` values each (at least down to the window's bottom).
     pixels: &'a [u8],
     /// The image's width.
@@ -324,17 +370,21 @@ impl<'a> WindowView<'a> {
             .is_some_and(|end| end <= pixels.len())
             && win.x.checked_add(win.width).is_some_and(|end| end <= w);
         if !inside {
-            return Err(Error::Image(format!(
-                "crop window (y {}, x {}, height {}, width {}) is outside the decoded \
-                 {w}-wide image",
-                win.y, win.x, win.height, win.width
-            )));
+            return Err(Error::invalid(
+                "decode_and_crop",
+                format!(
+                    "crop window (y {}, x {}, height {}, width {}) is outside the decoded \
+                     {w}-wide image",
+                    win.y, win.x, win.height, win.width
+                ),
+            ));
         }
         Ok(WindowView { pixels, w, c, win })
     }
 
     /// The window's shape `[height, width, channels]`.
-    pub(crate) fn shape(&self) -> [usize; 3] {
+    #[inline]
+    pub fn shape(&self) -> [usize; 3] {
         [self.win.height, self.win.width, self.c]
     }
 
@@ -385,13 +435,13 @@ impl<'a> WindowView<'a> {
     /// The window's pixels as a tensor, in a recycled buffer.
     fn to_tensor(self) -> Result<Tensor> {
         let [height, width, c] = self.shape();
-        let mut out: Vec<u8> = crate::pool::take(height * width * c);
+        let mut out: Vec<u8> = pool::take(height * width * c);
         out.resize(height * width * c, 0);
         self.gather(0, &mut out);
-        Tensor::new(
+        Ok(Tensor::new(
             &[height, width, c],
-            TensorData::U8(crate::pool::recycled_bytes(out)),
-        )
+            TensorData::U8(pool::recycled_bytes(out)),
+        )?)
     }
 }
 
@@ -449,14 +499,18 @@ pub(crate) fn mirror_copy(src: &[u8], dst: &mut [u8], c: usize) {
 /// the header before any pixel is decoded) for a window, and hands `then` the state and a
 /// view of the window in the decoded rows, which live in a per-thread buffer until `then`
 /// returns. For a baseline JPEG only the rows down to the window's bottom are decoded.
-pub(crate) fn decode_window_then<S: ?Sized, R>(
+///
+/// `then` may fail with an error of its own type `E` (this crate's errors convert into it),
+/// so a caller's pipeline errors pass through unchanged. A [`PointChain`](crate::PointChain)
+/// reads the view in place ([`PointChain::apply_view_into`](crate::PointChain::apply_view_into)).
+pub fn decode_window_then<S: ?Sized, R, E: From<Error>>(
     data: &[u8],
     channels: Option<usize>,
     limits: &DecodeLimits,
     state: &mut S,
     mut choose: impl FnMut(&mut S, usize, usize) -> Result<Window>,
-    then: impl FnOnce(&mut S, WindowView<'_>) -> Result<R>,
-) -> Result<R> {
+    then: impl FnOnce(&mut S, WindowView<'_>) -> Result<R, E>,
+) -> Result<R, E> {
     check_channels(channels)?;
     match detect_format(data)? {
         ImageFormat::Jpeg => DECODE_SCRATCH.with(|scratch| {
@@ -474,8 +528,7 @@ pub(crate) fn decode_window_then<S: ?Sized, R>(
                 Ok(win)
             };
             let (_, w, c) = decode_jpeg(data, channels, limits, Some(&mut chosen), pixels)?;
-            let window = window
-                .ok_or_else(|| Error::Image("invalid JPEG data: no frame header".to_string()))?;
+            let window = window.ok_or_else(no_frame_header)?;
             then(state, WindowView::new(pixels, w, c, window)?)
         }),
         ImageFormat::Png => {
@@ -523,26 +576,37 @@ pub fn decode_jpeg_scaled_with_limits(
     match detect_format(data)? {
         ImageFormat::Jpeg => {}
         ImageFormat::Png => {
-            return Err(Error::Image(
-                "decode_jpeg_scaled takes a JPEG image, got a PNG".to_string(),
+            return Err(Error::decode(
+                ImageFormat::Png,
+                DecodeErrorKind::Unsupported,
+                "decode_jpeg_scaled takes a JPEG image, got a PNG",
             ));
         }
     }
-    let jpeg_err = |e: jpeg_decoder::Error| Error::Image(format!("invalid JPEG data: {e}"));
+    let jpeg_err = |e: jpeg_decoder::Error| {
+        let kind = match &e {
+            jpeg_decoder::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                DecodeErrorKind::Truncated
+            }
+            jpeg_decoder::Error::Unsupported(_) => DecodeErrorKind::Unsupported,
+            _ => DecodeErrorKind::Corrupt,
+        };
+        Error::decode(ImageFormat::Jpeg, kind, format!("invalid JPEG data: {e}"))
+    };
     let mut decoder = jpeg_decoder::Decoder::new(data);
     decoder.read_info().map_err(jpeg_err)?;
-    let info = decoder
-        .info()
-        .ok_or_else(|| Error::Image("invalid JPEG data: no frame header".to_string()))?;
+    let info = decoder.info().ok_or_else(no_frame_header)?;
     let (full_h, full_w) = (usize::from(info.height), usize::from(info.width));
-    limits.check("JPEG", full_h as u64, full_w as u64)?;
+    limits.check(ImageFormat::Jpeg, full_h as u64, full_w as u64)?;
     let channels = match info.pixel_format {
         jpeg_decoder::PixelFormat::L8 => 1,
         jpeg_decoder::PixelFormat::RGB24 => 3,
         other => {
-            return Err(Error::Image(format!(
-                "decode_jpeg_scaled does not support {other:?} JPEGs"
-            )));
+            return Err(Error::decode(
+                ImageFormat::Jpeg,
+                DecodeErrorKind::Unsupported,
+                format!("decode_jpeg_scaled does not support {other:?} JPEGs"),
+            ));
         }
     };
     let denominator = [8usize, 4, 2]
@@ -562,10 +626,14 @@ pub fn decode_jpeg_scaled_with_limits(
     decoder.set_max_decoding_buffer_size(out_h.saturating_mul(out_w).saturating_mul(4).max(1));
     let pixels = decoder.decode().map_err(jpeg_err)?;
     if pixels.len() != out_h * out_w * channels {
-        return Err(Error::Image(format!(
-            "invalid JPEG data: decoded {} bytes for a {out_w}x{out_h}x{channels} image",
-            pixels.len()
-        )));
+        return Err(Error::decode(
+            ImageFormat::Jpeg,
+            DecodeErrorKind::Corrupt,
+            format!(
+                "invalid JPEG data: decoded {} bytes for a {out_w}x{out_h}x{channels} image",
+                pixels.len()
+            ),
+        ));
     }
     to_tensor(out_h, out_w, channels, pixels)
 }
@@ -573,14 +641,18 @@ pub fn decode_jpeg_scaled_with_limits(
 fn check_channels(channels: Option<usize>) -> Result<()> {
     match channels {
         None | Some(1 | 3 | 4) => Ok(()),
-        Some(other) => Err(Error::Image(format!(
-            "channels must be 1, 3 or 4 (or unset: as stored), got {other}"
-        ))),
+        Some(other) => Err(Error::invalid(
+            "decode",
+            format!("channels must be 1, 3 or 4 (or unset: as stored), got {other}"),
+        )),
     }
 }
 
 fn to_tensor(h: usize, w: usize, c: usize, pixels: Vec<u8>) -> Result<Tensor> {
-    Tensor::new(&[h, w, c], TensorData::U8(Bytes::from(pixels)))
+    Ok(Tensor::new(
+        &[h, w, c],
+        TensorData::U8(Bytes::from(pixels)),
+    )?)
 }
 
 /// A decoded image: height, width, channels and the pixels (row-major HWC). A crop decode may
@@ -588,7 +660,26 @@ fn to_tensor(h: usize, w: usize, c: usize, pixels: Vec<u8>) -> Result<Tensor> {
 type Decoded = (usize, usize, usize, Vec<u8>);
 
 fn zune_err(e: zune_jpeg::errors::DecodeErrors) -> Error {
-    Error::Image(format!("invalid JPEG data: {e}"))
+    use zune_core::bytestream::ZByteIoError;
+    use zune_jpeg::errors::DecodeErrors;
+    let kind = match &e {
+        DecodeErrors::ExhaustedData | DecodeErrors::IoErrors(ZByteIoError::NotEnoughBytes(..)) => {
+            DecodeErrorKind::Truncated
+        }
+        DecodeErrors::Unsupported(_) => DecodeErrorKind::Unsupported,
+        DecodeErrors::ZeroError => DecodeErrorKind::ZeroSize,
+        _ => DecodeErrorKind::Corrupt,
+    };
+    Error::decode(ImageFormat::Jpeg, kind, format!("invalid JPEG data: {e}"))
+}
+
+/// A JPEG whose frame header was not found where the decoder had to have read it.
+fn no_frame_header() -> Error {
+    Error::decode(
+        ImageFormat::Jpeg,
+        DecodeErrorKind::Corrupt,
+        "invalid JPEG data: no frame header",
+    )
 }
 
 /// For a crop: given the image's (height, width), checks (or chooses) the window.
@@ -614,10 +705,8 @@ fn decode_jpeg(
     let mut decoder = JpegDecoder::new_with_options(ZCursor::new(data), options);
     decoder.decode_headers().map_err(zune_err)?;
     check_jpeg_end(data)?;
-    let (w, h) = decoder
-        .dimensions()
-        .ok_or_else(|| Error::Image("invalid JPEG data: no frame header".to_string()))?;
-    limits.check("JPEG", h as u64, w as u64)?;
+    let (w, h) = decoder.dimensions().ok_or_else(no_frame_header)?;
+    limits.check(ImageFormat::Jpeg, h as u64, w as u64)?;
     if let Some(choose) = crop {
         let win = choose(h, w)?;
         decoder.set_window(win.x, win.y, win.width, win.height);
@@ -636,9 +725,7 @@ fn decode_frame(
     out: &mut Vec<u8>,
 ) -> Result<(usize, usize, usize)> {
     decoder.decode_headers().map_err(zune_err)?;
-    let input = decoder
-        .input_colorspace()
-        .ok_or_else(|| Error::Image("invalid JPEG data: no frame header".to_string()))?;
+    let input = decoder.input_colorspace().ok_or_else(no_frame_header)?;
     let grey_input = input == ColorSpace::Luma;
     // What zune-jpeg is asked for, and what is left to convert here.
     let (out_space, out_channels, then) = match channels {
@@ -676,10 +763,15 @@ fn check_jpeg_end(data: &[u8]) -> Result<()> {
     if has_end {
         Ok(())
     } else {
-        Err(Error::Image(format!(
-            "invalid JPEG data: truncated ({} bytes, no end-of-image marker after the scan data)",
-            data.len()
-        )))
+        Err(Error::decode(
+            ImageFormat::Jpeg,
+            DecodeErrorKind::Truncated,
+            format!(
+                "invalid JPEG data: truncated ({} bytes, no end-of-image marker after the scan \
+                 data)",
+                data.len()
+            ),
+        ))
     }
 }
 
@@ -711,10 +803,14 @@ fn decode_into(
 ) -> Result<()> {
     decoder.decode_headers().map_err(zune_err)?;
     if decoder.output_buffer_size() != Some(len) {
-        return Err(Error::Image(format!(
-            "invalid JPEG data: the decoder wants {:?} bytes for {len} expected",
-            decoder.output_buffer_size()
-        )));
+        return Err(Error::decode(
+            ImageFormat::Jpeg,
+            DecodeErrorKind::Corrupt,
+            format!(
+                "invalid JPEG data: the decoder wants {:?} bytes for {len} expected",
+                decoder.output_buffer_size()
+            ),
+        ));
     }
     if out.len() < len {
         out.resize(len, 0);
@@ -725,34 +821,59 @@ fn decode_into(
 }
 
 fn png_err(e: image::ImageError) -> Error {
+    let png = |kind, message| Error::decode(ImageFormat::Png, kind, message);
     match e {
-        image::ImageError::Limits(l) => Error::Image(format!("PNG image over the limits: {l}")),
-        other => Error::Image(format!("invalid PNG data: {other}")),
+        image::ImageError::Limits(l) => png(
+            DecodeErrorKind::Limits,
+            format!("PNG image over the limits: {l}"),
+        ),
+        other => {
+            let kind = match &other {
+                image::ImageError::IoError(io)
+                    if io.kind() == std::io::ErrorKind::UnexpectedEof =>
+                {
+                    DecodeErrorKind::Truncated
+                }
+                image::ImageError::Unsupported(_) => DecodeErrorKind::Unsupported,
+                _ => DecodeErrorKind::Corrupt,
+            };
+            png(kind, format!("invalid PNG data: {other}"))
+        }
     }
 }
 
 fn decode_png(data: &[u8], channels: Option<usize>, limits: &DecodeLimits) -> Result<Decoded> {
     // IHDR is the first chunk: its width and height are checked before the decoder is made.
-    let header = data
-        .get(8..24)
-        .ok_or_else(|| Error::Image("invalid PNG data: truncated before IHDR".to_string()))?;
+    let header = data.get(8..24).ok_or_else(|| {
+        Error::decode(
+            ImageFormat::Png,
+            DecodeErrorKind::Truncated,
+            "invalid PNG data: truncated before IHDR",
+        )
+    })?;
     if &header[4..8] != b"IHDR" {
-        return Err(Error::Image(
-            "invalid PNG data: the first chunk is not IHDR".to_string(),
+        return Err(Error::decode(
+            ImageFormat::Png,
+            DecodeErrorKind::Corrupt,
+            "invalid PNG data: the first chunk is not IHDR",
         ));
     }
     let width = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
     let height = u32::from_be_bytes([header[12], header[13], header[14], header[15]]);
-    limits.check("PNG", u64::from(height), u64::from(width))?;
+    limits.check(ImageFormat::Png, u64::from(height), u64::from(width))?;
 
     // The png crate stops reading after the last image data; a file cut anywhere before the
     // end of its IEND chunk is truncated all the same (libpng's `png_read_end`, which
     // TensorFlow calls, fails on it).
     if !data.windows(IEND.len()).rev().any(|chunk| chunk == IEND) {
-        return Err(Error::Image(format!(
-            "invalid PNG data: truncated ({} bytes, no complete IEND chunk)",
-            data.len()
-        )));
+        return Err(Error::decode(
+            ImageFormat::Png,
+            DecodeErrorKind::Truncated,
+            format!(
+                "invalid PNG data: truncated ({} bytes, no complete IEND chunk)",
+                data.len()
+            ),
+        ));
     }
 
     let mut image_limits = image::Limits::default();
@@ -762,12 +883,17 @@ fn decode_png(data: &[u8], channels: Option<usize>, limits: &DecodeLimits) -> Re
         .map_err(png_err)?;
     let (w, h) = decoder.dimensions();
     let (w, h) = (w as usize, h as usize);
-    limits.check("PNG", h as u64, w as u64)?;
+    limits.check(ImageFormat::Png, h as u64, w as u64)?;
     let color = decoder.color_type();
     let stored = usize::from(color.channel_count());
     let sixteen = color.bytes_per_pixel() == 2 * color.channel_count();
-    let total = usize::try_from(decoder.total_bytes())
-        .map_err(|_| Error::Image("PNG image too large".to_string()))?;
+    let total = usize::try_from(decoder.total_bytes()).map_err(|_| {
+        Error::decode(
+            ImageFormat::Png,
+            DecodeErrorKind::Limits,
+            "PNG image too large",
+        )
+    })?;
     let mut buf = vec![0u8; total];
     decoder.read_image(&mut buf).map_err(png_err)?;
     let pixels = if sixteen {
@@ -779,10 +905,14 @@ fn decode_png(data: &[u8], channels: Option<usize>, limits: &DecodeLimits) -> Re
         buf
     };
     if pixels.len() != h * w * stored {
-        return Err(Error::Image(format!(
-            "invalid PNG data: decoded {} bytes for a {w}x{h}x{stored} image",
-            pixels.len()
-        )));
+        return Err(Error::decode(
+            ImageFormat::Png,
+            DecodeErrorKind::Corrupt,
+            format!(
+                "invalid PNG data: decoded {} bytes for a {w}x{h}x{stored} image",
+                pixels.len()
+            ),
+        ));
     }
     Ok(match channels {
         Some(to) if to != stored => (h, w, to, convert_channels(pixels, stored, to)),

@@ -14,19 +14,19 @@
 //! - `f32/*`, `u8/*`: each op alone, on an `f32` image in `[0, 1]` or a `u8` image.
 //!
 //! ```sh
-//! cargo bench -p sluice-core --bench color
+//! cargo bench -p sluice-image --bench color
 //! ```
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng};
-use sluice_core::image::color::{
+use sluice_image::color::{
     adjust_brightness, adjust_brightness_contrast, adjust_contrast, adjust_hue, adjust_saturation,
     normalize, to_unit_f32,
 };
-use sluice_core::image::{PointChain, PointOp};
-use sluice_core::{Tensor, TensorData};
+use sluice_image::{PointChain, PointOp};
+use sluice_tensor::{Tensor, TensorData};
 
 const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 const STD: [f32; 3] = [0.229, 0.224, 0.225];
