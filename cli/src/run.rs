@@ -54,6 +54,7 @@ Examples:
   sluice run pipeline.toml --epochs 3 --json
   sluice run preprocess.toml --output prepared/ --shards 8
   sluice run pipeline.toml --take 100
+  sluice run pipeline.toml --explain
   sluice run examples/pipelines/plugin_noise.toml --plugin-dir target/debug"
 )]
 pub(crate) struct RunArgs {
@@ -118,6 +119,11 @@ pub(crate) struct RunArgs {
     /// line each, to compare runs; appended to when resuming.
     #[arg(long, value_name = "FILE")]
     digests: Option<PathBuf>,
+
+    /// Print the plan as written, the optimizer's rewrites and the plan that runs (with
+    /// the stage numbers stats and errors use), check it, and exit without running.
+    #[arg(long)]
+    explain: bool,
 
     /// Testing: stop as on Ctrl-C after N elements.
     #[arg(long, value_name = "N", hide = true)]
@@ -442,6 +448,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     }
     let batched = pipeline.output_is_batched();
     let dataset = pipeline.build_with(&sluice_plugins::Loader::default())?;
+    if args.explain {
+        let mut out = io::stdout().lock();
+        write!(out, "{}", dataset.explain()?)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut output = match &args.output {
         Some(dir) => Some(Shards::create(dir, args.shards)?),
         None => None,

@@ -182,6 +182,31 @@ fn json_prints_exactly_one_object_with_the_counts_and_stages() {
 }
 
 #[test]
+fn explain_prints_both_plans_and_the_rules_without_running() {
+    let data = data(false);
+    let (code, stdout, stderr) = run(sluice()
+        .arg("run")
+        .arg(example_file("augment.toml"))
+        .arg("--explain")
+        .arg("--data")
+        .arg(data.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("plan as written:\n"), "{stdout}");
+    for rule in [
+        "files_to_interleave (at interleave)",
+        "map_and_batch_fusion (at batch)",
+    ] {
+        assert!(stdout.contains(rule), "{rule}: {stdout}");
+    }
+    // The plan that runs numbers its stages as stats and errors name them.
+    let runs = &stdout[stdout.find("plan that runs").unwrap()..];
+    assert!(runs.contains("#1 interleave"), "{runs}");
+    assert!(runs.contains("#0 files"), "{runs}");
+    // Nothing ran: no report.
+    assert!(!stdout.contains("bottleneck"), "{stdout}");
+}
+
+#[test]
 fn take_stops_after_n_elements() {
     let data = data(false);
     let work = tempfile::tempdir().unwrap();
