@@ -185,9 +185,9 @@ impl Cat<'_> {
                 Err(PrintError::Output(err)) => return Err(err),
                 Err(PrintError::Decode(err)) if self.args.on_error == OnError::Skip => {
                     let reason = match &err {
-                        Error::Decode {
-                            message, source, ..
-                        } => format!("not a valid {message}: {source}"),
+                        Error::Decode { message, error, .. } => {
+                            format!("not a valid {message}: {error}")
+                        }
                         other => other.to_string(),
                     };
                     self.skip(&name, record.index, record.offset, reason)?;

@@ -100,9 +100,9 @@ impl Checkpoint {
 
     /// Writes the checkpoint to `path` atomically (a temporary file beside it, renamed).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let io = |source| Error::Io {
+        let io = |error| Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
@@ -113,9 +113,9 @@ impl Checkpoint {
 
     /// Reads a checkpoint written by [`Checkpoint::save`].
     pub fn load(path: &Path) -> Result<Checkpoint> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Checkpoint::from_json(&text)
             .map_err(|e| Error::Checkpoint(format!("{}: {e}", path.display())))

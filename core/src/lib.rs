@@ -75,7 +75,7 @@ mod stream;
 pub use checkpoint::Checkpoint;
 pub use dataset::Dataset;
 pub use element::{Element, ElementId, Provenance, Ragged, Value};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use invalid::{Invalid, Key, PathDisplay};
 pub use options::{ErrorPolicy, Options};
 pub use parallelism::NumParallel;

@@ -30,8 +30,10 @@ pub struct Options {
     pub cpu_budget: usize,
     /// Memory the pipeline's buffers and caches may hold, in bytes. Default: half the
     /// machine's memory. Buffers are sized within it; an in-memory cache that would exceed
-    /// it fails with [`crate::Error::RamBudget`] instead of exhausting the machine.
-    pub ram_budget_bytes: u64,
+    /// it fails with [`crate::Error::ResourceExhausted`] instead of exhausting the machine.
+    /// (Written `ram_budget` in a pipeline file too, with a unit: `"4GiB"`.)
+    #[serde(alias = "ram_budget_bytes")]
+    pub ram_budget: u64,
     /// What a failing element does. Default: fail.
     pub error_policy: ErrorPolicy,
     /// Run an `image_ops` followed by a `batch` as one stage that decodes and augments the
@@ -49,7 +51,7 @@ impl Default for Options {
             cpu_budget: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
-            ram_budget_bytes: physical_memory() / 2,
+            ram_budget: physical_memory() / 2,
             error_policy: ErrorPolicy::Fail,
             map_and_batch_fusion: true,
         }
@@ -69,9 +71,9 @@ impl Options {
         self
     }
 
-    /// These options with `ram_budget_bytes`.
+    /// These options with `ram_budget`.
     pub fn with_ram_budget(mut self, bytes: u64) -> Self {
-        self.ram_budget_bytes = bytes;
+        self.ram_budget = bytes;
         self
     }
 

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use sluice_core::Error;
 use sluice_core::prelude::*;
 use sluice_core::proto::TfMessage;
 use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
+use sluice_core::{Error, ErrorKind};
 
 fn fixtures() -> String {
     concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord").to_string()
@@ -47,7 +47,20 @@ fn a_parse_error_names_stage_element_file_and_offset() {
         msg.ends_with("Feature: missing (data type: int64) is required but could not be found."),
         "{msg}"
     );
-    assert!(matches!(err.root(), Error::Data(_)));
+    assert!(matches!(err.root(), Error::InvalidData { .. }));
+    // The context, structured: what every front end maps errors by.
+    assert_eq!(err.kind(), ErrorKind::InvalidData);
+    assert_eq!(err.feature(), Some("missing"));
+    assert!(
+        err.file().is_some_and(|f| f.ends_with("examples.tfrecord")),
+        "{err:?}"
+    );
+    assert_eq!(err.offset(), Some(0));
+    assert_eq!(err.record_index(), Some(0));
+    assert!(
+        err.stage().is_some_and(|s| s.starts_with("parse_example#")),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -349,13 +362,33 @@ fn buffers_and_caches_respect_the_ram_budget() {
         .with_options(budget.clone())
         .collect()
         .unwrap_err();
-    assert!(matches!(err.root(), Error::RamBudget(_)), "{err}");
+    assert!(
+        matches!(
+            err.root(),
+            Error::ResourceExhausted {
+                budget: "ram_budget",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.kind(), ErrorKind::ResourceExhausted);
     let err = Dataset::range(0, 100_000)
         .cache(CacheSpec::Memory)
         .with_options(budget.clone())
         .collect()
         .unwrap_err();
-    assert!(matches!(err.root(), Error::RamBudget(_)), "{err}");
+    assert!(
+        matches!(
+            err.root(),
+            Error::ResourceExhausted {
+                budget: "ram_budget",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.kind(), ErrorKind::ResourceExhausted);
     // Within the budget both work.
     assert_eq!(
         Dataset::range(0, 100)

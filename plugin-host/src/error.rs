@@ -115,6 +115,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl From<Error> for sluice_core::Error {
     fn from(e: Error) -> Self {
-        sluice_core::Error::user(e)
+        sluice_core::Error::plugin(e)
     }
 }

@@ -170,7 +170,10 @@ fn bad_plugin_stages_fail_before_anything_runs() {
     // A config the plugin refuses: its own message, naming the plugin and the key.
     let e = build_error(data.path(), "config = { sigma = 0.1, sigmaa = 2 }\n", None);
     let text = e.to_string();
-    assert!(matches!(e, CoreError::Plugin { stage: 2, .. }), "{text}");
+    assert!(
+        matches!(e, CoreError::PluginStage { stage: 2, .. }),
+        "{text}"
+    );
     assert!(text.starts_with("stage 2 (plugin "), "{text}");
     assert!(
         text.contains(
@@ -191,7 +194,7 @@ fn bad_plugin_stages_fail_before_anything_runs() {
     assert!(text.contains("no/such/libplugin.so"), "{text}");
     assert!(text.contains("no such file"), "{text}");
     let e = build_error(data.path(), "", Some("plugins/noise.wasm"));
-    assert!(matches!(e, CoreError::Plugin { stage: 2, .. }), "{e}");
+    assert!(matches!(e, CoreError::PluginStage { stage: 2, .. }), "{e}");
     assert!(
         e.to_string()
             .contains("plugins/noise.wasm: cannot load the plugin: "),
@@ -232,7 +235,7 @@ fn bad_plugin_stages_fail_before_anything_runs() {
         ),
     ] {
         let e = build_error(data.path(), body, Some("plugins/noise.wasm"));
-        assert!(matches!(e, CoreError::Plugin { stage: 2, .. }), "{e}");
+        assert!(matches!(e, CoreError::PluginStage { stage: 2, .. }), "{e}");
         assert_eq!(
             e.to_string(),
             format!("stage 2 (plugin plugins/noise.wasm): plugins/noise.wasm: {message}")

@@ -13,6 +13,9 @@ pub enum Checksum {
 
 /// Everything that can go wrong in `sluice-proto`.
 ///
+/// A message says its cause once: an I/O, decompression or protobuf error is part of the
+/// message and is not also returned as `source()`.
+///
 /// Errors about a record name the file (or the name given to a stream), and the
 /// TensorFlow-compatible variants ([`Error::CorruptedRecord`], [`Error::TruncatedRecord`])
 /// display exactly TensorFlow's `DataLossError` message after the file name, for example
@@ -63,18 +66,17 @@ pub enum Error {
         limit: u64,
     },
     /// Reading the underlying file or stream failed.
-    #[error("{file}: I/O error at uncompressed offset {offset}: {source}")]
+    #[error("{file}: I/O error at uncompressed offset {offset}: {error}")]
     Io {
         /// File (or stream) name.
         file: String,
         /// Offset in the (uncompressed) record stream where the read was attempted.
         offset: u64,
         /// The I/O error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// A GZIP or ZLIB stream could not be decompressed.
-    #[error("{file}: {compression} stream is damaged at uncompressed offset {offset}: {source}")]
+    #[error("{file}: {compression} stream is damaged at uncompressed offset {offset}: {error}")]
     Decompress {
         /// File (or stream) name.
         file: String,
@@ -83,17 +85,15 @@ pub enum Error {
         /// Offset in the uncompressed record stream where decompression failed.
         offset: u64,
         /// The decoder's error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// Writing failed.
-    #[error("{file}: write failed: {source}")]
+    #[error("{file}: write failed: {error}")]
     Write {
         /// File (or stream) name.
         file: String,
         /// The I/O error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// A compression name that is not one of `auto`, `none`, `gzip`, `zlib`.
     #[error("unknown compression {0:?}: expected one of auto, none (or \"\"), gzip, zlib")]
@@ -102,7 +102,7 @@ pub enum Error {
     #[error("compression `auto` is only valid for reading; choose none, gzip or zlib")]
     AutoCompressionForWriter,
     /// A record is not a valid protobuf message of the expected type.
-    #[error("{file}: record {index} at offset {offset} is not a valid {message}: {source}")]
+    #[error("{file}: record {index} at offset {offset} is not a valid {message}: {error}")]
     Decode {
         /// File (or stream) name.
         file: String,
@@ -113,17 +113,15 @@ pub enum Error {
         /// `tensorflow.Example` or `tensorflow.SequenceExample`.
         message: &'static str,
         /// prost's error.
-        #[source]
-        source: prost::DecodeError,
+        error: prost::DecodeError,
     },
     /// A JSON document is not a valid canonical-JSON message of the expected type.
-    #[error("invalid {message} JSON: {source}")]
+    #[error("invalid {message} JSON: {error}")]
     Json {
         /// `tensorflow.Example` or `tensorflow.SequenceExample`.
         message: &'static str,
         /// serde_json's error.
-        #[source]
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
 }
 

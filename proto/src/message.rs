@@ -29,23 +29,23 @@ use crate::tfrecord::Record;
 pub trait TfMessage: Message + Name + Default + Serialize + DeserializeOwned + Sized {
     /// Decodes the binary protobuf encoding.
     fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        Self::decode(bytes).map_err(|source| Error::Decode {
+        Self::decode(bytes).map_err(|error| Error::Decode {
             file: "<bytes>".to_string(),
             index: 0,
             offset: 0,
             message: Self::full_name_static(),
-            source,
+            error,
         })
     }
 
     /// Decodes a record read from a TFRecord file; errors name the file, record and offset.
     fn from_record(file: &str, record: &Record) -> Result<Self> {
-        Self::decode(record.data.clone()).map_err(|source| Error::Decode {
+        Self::decode(record.data.clone()).map_err(|error| Error::Decode {
             file: file.to_string(),
             index: record.index,
             offset: record.offset,
             message: Self::full_name_static(),
-            source,
+            error,
         })
     }
 
@@ -67,17 +67,17 @@ pub trait TfMessage: Message + Name + Default + Serialize + DeserializeOwned + S
     /// Parses the canonical protobuf JSON (as written by `MessageToJson`; snake_case field
     /// names are accepted too).
     fn from_json(json: &str) -> Result<Self> {
-        serde_json::from_str(json).map_err(|source| Error::Json {
+        serde_json::from_str(json).map_err(|error| Error::Json {
             message: Self::full_name_static(),
-            source,
+            error,
         })
     }
 
     /// Parses the canonical protobuf JSON from a [`serde_json::Value`].
     fn from_json_value(value: serde_json::Value) -> Result<Self> {
-        serde_json::from_value(value).map_err(|source| Error::Json {
+        serde_json::from_value(value).map_err(|error| Error::Json {
             message: Self::full_name_static(),
-            source,
+            error,
         })
     }
 

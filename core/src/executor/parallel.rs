@@ -376,7 +376,7 @@ pub(crate) fn apply<I: Item, O>(f: &WorkFn<I, O>, item: I, ctx: &BuildContext) -
         stage: ctx.stage_label(),
         element: id,
         provenance: provenance.clone(),
-        source: Box::new(e),
+        error: Box::new(e),
     };
     match catch_unwind(AssertUnwindSafe(|| f(item))) {
         Ok(Ok(v)) => Ok(v),

@@ -160,9 +160,9 @@ impl PipelineFile {
     /// Reads and checks the pipeline file at `path`. Errors name the file, line and column.
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::from_toml_named(&text, &path.display().to_string())
     }
@@ -236,7 +236,7 @@ impl PipelineFile {
     /// matching nothing is [`Error::NoMatch`]), and chains the stages in order with the
     /// options. Each `iter()` of the result runs one epoch.
     ///
-    /// A `plugin` stage needs a loader: here it is [`Error::Plugin`] wrapping
+    /// A `plugin` stage needs a loader: here it is [`Error::PluginStage`] wrapping
     /// [`Error::NoPluginLoader`]; use [`PipelineFile::build_with`].
     pub fn build(&self) -> Result<Dataset> {
         self.build_with(&NoPluginLoader)
@@ -245,7 +245,7 @@ impl PipelineFile {
     /// [`PipelineFile::build`] with `loader` loading the plugins of `plugin` stages. The
     /// plugins are loaded first, in file order, before the data files are looked up: a
     /// missing file, a file that is not a plugin or a config the plugin refuses is
-    /// [`Error::Plugin`] naming the stage and file.
+    /// [`Error::PluginStage`] naming the stage and file.
     pub fn build_with(&self, loader: &dyn PluginLoader) -> Result<Dataset> {
         self.validate()?;
         // Plugins first, in file order (a missing plugin or a config it refuses is
@@ -311,7 +311,7 @@ impl Preloaded {
         let mut plugins = Vec::new();
         for (i, stage) in stages.iter().enumerate() {
             if let Some(p) = stage.get::<PluginStageSpec>() {
-                let loaded = loader.load(p).map_err(|error| Error::Plugin {
+                let loaded = loader.load(p).map_err(|error| Error::PluginStage {
                     stage: i + 1,
                     path: p.path.clone(),
                     error: Box::new(error),
@@ -421,7 +421,7 @@ kind = "prefetch"
         let o = p.options.to_options();
         assert_eq!(o.seed, Some(42));
         assert_eq!(o.cpu_budget, 2);
-        assert_eq!(o.ram_budget_bytes, 1 << 30);
+        assert_eq!(o.ram_budget, 1 << 30);
         assert_eq!(o.error_policy, crate::ErrorPolicy::Skip);
         assert!(!o.map_and_batch_fusion);
         let kinds: Vec<_> = p.stages.iter().map(|s| s.kind()).collect();
@@ -737,7 +737,7 @@ kind = "prefetch"
         let p = PipelineFile::from_toml(&format!("{PLUGIN}config = {{ sigma = 0.1 }}\n")).unwrap();
         let e = p.build().unwrap_err();
         match &e {
-            Error::Plugin { stage, path, error } => {
+            Error::PluginStage { stage, path, error } => {
                 assert_eq!(*stage, 1);
                 assert_eq!(path, Path::new("target/release/libsluice_example_noise.so"));
                 assert!(matches!(**error, Error::NoPluginLoader), "{error}");

@@ -206,7 +206,7 @@ mod tests {
             (
                 o.seed,
                 o.cpu_budget,
-                o.ram_budget_bytes,
+                o.ram_budget,
                 o.error_policy,
                 o.map_and_batch_fusion
             ),

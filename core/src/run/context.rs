@@ -121,7 +121,7 @@ impl BuildContext {
             stage: self.stage_label(),
             element: Some(element.id()),
             provenance: element.provenance().cloned(),
-            source: Box::new(error),
+            error: Box::new(error),
         }
     }
 
@@ -131,7 +131,7 @@ impl BuildContext {
             stage: self.stage_label(),
             element: None,
             provenance: None,
-            source: Box::new(error),
+            error: Box::new(error),
         }
     }
 

@@ -52,7 +52,7 @@ impl PipelineIter {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let autotune = Autotuner::new(learned, options.ram_budget_bytes, &stats, shutdown.clone());
+        let autotune = Autotuner::new(learned, options.ram_budget, &stats, shutdown.clone());
         let shared = Arc::new(RunShared {
             seed,
             options,

@@ -73,7 +73,7 @@ pub(crate) fn check(root: &Arc<PlanNode>, numbers: &HashMap<usize, usize>) -> Re
                 stage: label(),
                 element: None,
                 provenance: None,
-                source: Box::new(Error::invalid(invalid.to_string())),
+                error: Box::new(Error::invalid(invalid.to_string())),
             });
         }
         let n = node.inputs().len();
@@ -82,7 +82,7 @@ pub(crate) fn check(root: &Arc<PlanNode>, numbers: &HashMap<usize, usize>) -> Re
                 stage: label(),
                 element: None,
                 provenance: None,
-                source: Box::new(Error::invalid(format!(
+                error: Box::new(Error::invalid(format!(
                     "{} takes {}, got {n}",
                     stage.name(),
                     stage.arity()
@@ -94,7 +94,7 @@ pub(crate) fn check(root: &Arc<PlanNode>, numbers: &HashMap<usize, usize>) -> Re
                 stage: label(),
                 element: None,
                 provenance: None,
-                source: Box::new(Error::invalid(message)),
+                error: Box::new(Error::invalid(message)),
             });
         }
     }

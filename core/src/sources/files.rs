@@ -44,7 +44,7 @@ impl FilesSpec {
             for p in paths {
                 let p = p.map_err(|e| Error::Io {
                     path: e.path().to_path_buf(),
-                    source: std::io::Error::new(e.error().kind(), e.error().to_string()),
+                    error: std::io::Error::new(e.error().kind(), e.error().to_string()),
                 })?;
                 if p.is_file() {
                     matched.push(p);

@@ -337,7 +337,7 @@ impl Shards {
             stage: ctx.stage_label(),
             element: Some(id),
             provenance: Some(provenance.clone()),
-            source: Box::new(e),
+            error: Box::new(e),
         };
         let data = read_record(shard, offset, length, r).map_err(wrap)?;
         ctx.metrics().add_in(1);
@@ -363,8 +363,8 @@ fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
 /// One positioned read of a record's header, data and footer, both CRCs checked.
 fn read_record(shard: &Shard, offset: u64, length: u64, index: u64) -> Result<Bytes> {
     let file_name = || shard.path.to_string();
-    let io_error = |source: io::Error| -> Error {
-        if source.kind() == io::ErrorKind::UnexpectedEof {
+    let io_error = |error: io::Error| -> Error {
+        if error.kind() == io::ErrorKind::UnexpectedEof {
             sluice_proto::Error::TruncatedRecord {
                 file: file_name(),
                 offset,
@@ -375,7 +375,7 @@ fn read_record(shard: &Shard, offset: u64, length: u64, index: u64) -> Result<By
             sluice_proto::Error::Io {
                 file: file_name(),
                 offset,
-                source,
+                error,
             }
             .into()
         }
@@ -634,7 +634,7 @@ fn index_one(
         stage: ctx.stage_label(),
         element: Some(ElementId::new(file_index, 0)),
         provenance: None,
-        source: Box::new(e),
+        error: Box::new(e),
     };
     if let Ok(stamp) = FileStamp::of(p)
         && let Some((s, index)) = cache.0.lock().expect("index cache").get(path)
@@ -651,7 +651,7 @@ fn index_one(
                 file: Arc::from(path),
                 offset: d.offset,
             }),
-            source: Box::new(d.error.into()),
+            error: Box::new(d.error.into()),
         };
         // Under the skip policy the rest of the shard is one skip; the records before
         // the damage are read.

@@ -314,9 +314,9 @@ pub fn index_locations(data: &Path, index_dir: Option<&Path>) -> Vec<PathBuf> {
 /// [`IndexedFile::damage`], for the caller to report with its context.
 pub fn load_or_build(path: &Path, options: &IndexOptions) -> Result<IndexedFile> {
     let name = path.display().to_string();
-    let io_err = |source: io::Error| Error::Io {
+    let io_err = |error: io::Error| Error::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let mut file = File::open(path).map_err(io_err)?;
     check_uncompressed(&mut file, path, options.compression)?;
@@ -378,9 +378,9 @@ fn check_uncompressed(file: &mut File, path: &Path, compression: Compression) ->
     let found = match compression {
         Compression::Auto => {
             let mut head = [0u8; HEADER_LEN];
-            let n = read_full(file, &mut head).map_err(|source| Error::Io {
+            let n = read_full(file, &mut head).map_err(|error| Error::Io {
                 path: path.to_path_buf(),
-                source,
+                error,
             })?;
             Compression::detect(&head[..n])
         }
@@ -448,10 +448,10 @@ fn scan(file: File, name: &str, options: &IndexOptions) -> Result<Scan> {
         offset,
         error,
     };
-    let io = |offset: u64, source: io::Error| sluice_proto::Error::Io {
+    let io = |offset: u64, error: io::Error| sluice_proto::Error::Io {
         file: name.to_string(),
         offset,
-        source,
+        error,
     };
     let truncated = |index: u64, offset: u64| sluice_proto::Error::TruncatedRecord {
         file: name.to_string(),

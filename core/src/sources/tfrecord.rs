@@ -129,7 +129,7 @@ impl ElementStream for FileRecords {
                             file: Arc::clone(&self.file),
                             offset: self.reader.stream_offset(),
                         }),
-                        source: Box::new(Error::from(e)),
+                        error: Box::new(Error::from(e)),
                     };
                     match self.ctx.on_error(err) {
                         Some(err) => Some(Err(err)),

@@ -298,7 +298,7 @@ pub(crate) fn combine_dense(items: &[Element]) -> Result<Element> {
             .iter()
             .map(|e| e.get(&name).expect("checked"))
             .collect();
-        let v = batch_values(&values).map_err(|e| Error::data(format!("{name}: {e}")))?;
+        let v = batch_values(&values).map_err(|e| Error::data_of(&name, format!("{name}: {e}")))?;
         out.insert(&name, v);
     }
     Ok(out)

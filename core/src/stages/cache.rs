@@ -148,7 +148,7 @@ impl Stage for CacheStage {
                     upstream: input.open()?,
                     collected: Some(Vec::new()),
                     bytes: 0,
-                    budget: ctx.options().ram_budget_bytes,
+                    budget: ctx.options().ram_budget,
                     slot: Arc::clone(&self.memory),
                 }))
             }
@@ -159,9 +159,9 @@ impl Stage for CacheStage {
                 if path.is_file() {
                     return read_cache(&path);
                 }
-                fs::create_dir_all(dir).map_err(|source| Error::Io {
+                fs::create_dir_all(dir).map_err(|error| Error::Io {
                     path: dir.clone(),
-                    source,
+                    error,
                 })?;
                 DiskFill::start(input.open()?, &path, &fp).map(|s| Box::new(s) as BoxStream)
             }
@@ -185,9 +185,9 @@ impl ElementStream for MemoryFill {
                     self.bytes += e.nbytes() as u64;
                     if self.bytes > self.budget {
                         self.collected = None;
-                        return Some(Err(Error::RamBudget(format!(
+                        return Some(Err(Error::ram_budget(format!(
                             "the in-memory cache needs more than the RAM budget of {} bytes; \
-                             cache to a directory, cache smaller elements, or raise ram_budget_bytes",
+                             cache to a directory, cache smaller elements, or raise `ram_budget`",
                             self.budget
                         ))));
                     }
@@ -254,9 +254,9 @@ impl DiskFill {
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|source| Error::Io {
+            .map_err(|error| Error::Io {
                 path: lock_path.clone(),
-                source,
+                error,
             })?;
         match lock.try_lock() {
             Ok(()) => {}
@@ -268,10 +268,10 @@ impl DiskFill {
                         .into(),
                 });
             }
-            Err(fs::TryLockError::Error(source)) => {
+            Err(fs::TryLockError::Error(error)) => {
                 return Err(Error::Io {
                     path: lock_path,
-                    source,
+                    error,
                 });
             }
         }
@@ -323,15 +323,15 @@ impl ElementStream for DiskFill {
                         .finish()
                         .map_err(Error::from)
                         .and_then(|f| {
-                            f.sync_all().map_err(|source| Error::Io {
+                            f.sync_all().map_err(|error| Error::Io {
                                 path: self.tmp.clone(),
-                                source,
+                                error,
                             })
                         })
                         .and_then(|_| {
-                            fs::rename(&self.tmp, &self.path).map_err(|source| Error::Io {
+                            fs::rename(&self.tmp, &self.path).map_err(|error| Error::Io {
                                 path: self.path.clone(),
-                                source,
+                                error,
                             })
                         });
                     self.lock = None;

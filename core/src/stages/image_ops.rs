@@ -626,7 +626,10 @@ impl ImageOpsSpec {
         let img = element
             .tensor(&self.input)
             .ok_or_else(|| {
-                Error::data(format!("image_ops: no dense value named {:?}", self.input))
+                Error::data_of(
+                    &self.input,
+                    format!("image_ops: no dense value named {:?}", self.input),
+                )
             })?
             .clone();
         let batched = img.rank() == 4 || (img.rank() == 1 && img.dtype() == DType::Bytes);

@@ -347,8 +347,9 @@ fn pad_and_stack(items: &[Element], spec: &PaddedBatchSpec) -> Result<Element> {
         let tensors: Vec<&Tensor> = items
             .iter()
             .map(|e| {
-                e.tensor(&name)
-                    .ok_or_else(|| Error::data(format!("{name}: cannot pad a ragged value")))
+                e.tensor(&name).ok_or_else(|| {
+                    Error::data_of(&name, format!("{name}: cannot pad a ragged value"))
+                })
             })
             .collect::<Result<_>>()?;
         let rank = tensors[0].rank();

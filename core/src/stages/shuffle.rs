@@ -97,7 +97,7 @@ impl Stage for ShuffleSpec {
             size: self.buffer_size,
             rng: key.rng(),
             bytes: 0,
-            budget: ctx.options().ram_budget_bytes,
+            budget: ctx.options().ram_budget,
             ctx: ctx.clone(),
         }))
     }
@@ -126,9 +126,9 @@ impl ElementStream for ShuffleStream {
                     if self.bytes > self.budget {
                         self.upstream = None;
                         self.buffer.clear();
-                        return Some(Err(self.ctx.stream_error(Error::RamBudget(format!(
+                        return Some(Err(self.ctx.stream_error(Error::ram_budget(format!(
                             "the shuffle buffer of {} elements holds more than the RAM budget of {} bytes; \
-                             use a smaller buffer_size or raise ram_budget_bytes",
+                             use a smaller `buffer_size` or raise `ram_budget`",
                             self.size, self.budget
                         )))));
                     }

@@ -65,7 +65,7 @@ struct UnbatchStream {
 fn split(batch: &Element) -> Result<Vec<Element>> {
     let mut n = None;
     for (name, v) in batch.iter() {
-        let len = batch_len(v).map_err(|e| Error::data(format!("{name}: {e}")))?;
+        let len = batch_len(v).map_err(|e| Error::data_of(name, format!("{name}: {e}")))?;
         match n {
             None => n = Some(len),
             Some(m) if m != len => {

@@ -171,10 +171,10 @@ impl TfRecordReader<File> {
     pub fn open(path: impl AsRef<Path>, options: ReaderOptions) -> Result<Self> {
         let path = path.as_ref();
         let name = path.display().to_string();
-        let file = File::open(path).map_err(|source| Error::Io {
+        let file = File::open(path).map_err(|error| Error::Io {
             file: name.clone(),
             offset: 0,
-            source,
+            error,
         })?;
         Ok(TfRecordReader::new(file, name, options))
     }
@@ -363,11 +363,11 @@ impl<R: Read> TfRecordReader<R> {
                         Ok(0) => break,
                         Ok(n) => got += n,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(source) => {
+                        Err(error) => {
                             return Err(Error::Io {
                                 file: self.name.to_string(),
                                 offset: 0,
-                                source,
+                                error,
                             });
                         }
                     }
@@ -429,7 +429,7 @@ impl<R: Read> TfRecordReader<R> {
                     };
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => self.buf.truncate(len),
-                Err(source) => {
+                Err(error) => {
                     self.buf.truncate(len);
                     let file = self.name.to_string();
                     let offset = self.offset + len as u64;
@@ -438,12 +438,12 @@ impl<R: Read> TfRecordReader<R> {
                             file,
                             compression: self.compression.name(),
                             offset,
-                            source,
+                            error,
                         },
                         _ => Error::Io {
                             file,
                             offset,
-                            source,
+                            error,
                         },
                     });
                 }
@@ -832,9 +832,9 @@ mod tests {
         };
         assert_eq!(records.data, &b"x"[..]);
         match err {
-            Error::Io { offset, source, .. } => {
+            Error::Io { offset, error, .. } => {
                 assert_eq!(offset, 25);
-                assert_eq!(source.kind(), io::ErrorKind::BrokenPipe);
+                assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
             }
             other => panic!("{other:?}"),
         }

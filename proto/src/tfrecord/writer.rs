@@ -53,9 +53,9 @@ impl TfRecordWriter<File> {
         if compression == Compression::Auto {
             return Err(Error::AutoCompressionForWriter);
         }
-        let file = File::create(path).map_err(|source| Error::Write {
+        let file = File::create(path).map_err(|error| Error::Write {
             file: name.clone(),
-            source,
+            error,
         })?;
         let mut writer = TfRecordWriter::new(file, compression)?;
         writer.name = name;
@@ -145,10 +145,10 @@ impl<W: Write> TfRecordWriter<W> {
             .map_err(|e| self.write_error(e.into_error()))
     }
 
-    fn write_error(&self, source: io::Error) -> Error {
+    fn write_error(&self, error: io::Error) -> Error {
         Error::Write {
             file: self.name.clone(),
-            source,
+            error,
         }
     }
 }

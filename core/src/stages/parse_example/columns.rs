@@ -255,35 +255,44 @@ fn malformed(record: &Bytes, index: usize, scanner: Malformed) -> Error {
 
 fn type_mismatch(key: &str, spec: &FeatureSpec, index: usize, got: FeatureType) -> Error {
     let want = spec.dtype();
-    Error::data(match spec {
-        FeatureSpec::FixedLen { .. } => format!(
-            "Key: {key}, Index: {index}.  Data types don't match. Data type: {} but expected type: {}",
-            got.tf_name(),
-            want.tf_name()
-        ),
-        FeatureSpec::VarLen { .. } => format!(
-            "Key: {key}, Index: {index}.  Data types don't match. Expected type: {}, Actual type: {}",
-            want.tf_name(),
-            got.tf_name()
-        ),
-    })
+    Error::data_of(
+        key,
+        match spec {
+            FeatureSpec::FixedLen { .. } => format!(
+                "Key: {key}, Index: {index}.  Data types don't match. Data type: {} but expected type: {}",
+                got.tf_name(),
+                want.tf_name()
+            ),
+            FeatureSpec::VarLen { .. } => format!(
+                "Key: {key}, Index: {index}.  Data types don't match. Expected type: {}, Actual type: {}",
+                want.tf_name(),
+                got.tf_name()
+            ),
+        },
+    )
 }
 
 fn missing(key: &str, want: FeatureType) -> Error {
-    Error::data(format!(
-        "Feature: {key} (data type: {}) is required but could not be found.",
-        want.tf_name()
-    ))
+    Error::data_of(
+        key,
+        format!(
+            "Feature: {key} (data type: {}) is required but could not be found.",
+            want.tf_name()
+        ),
+    )
 }
 
 fn wrong_count(key: &str, index: usize, want: FeatureType, count: usize, shape: &[usize]) -> Error {
-    Error::data(format!(
-        "Key: {key}, Index: {index}.  Number of {} values != expected.  Values size: {count} but output shape: {}",
-        match want {
-            FeatureType::String => "bytes",
-            FeatureType::Float => "float",
-            FeatureType::Int64 => "int64",
-        },
-        shape_str(shape)
-    ))
+    Error::data_of(
+        key,
+        format!(
+            "Key: {key}, Index: {index}.  Number of {} values != expected.  Values size: {count} but output shape: {}",
+            match want {
+                FeatureType::String => "bytes",
+                FeatureType::Float => "float",
+                FeatureType::Int64 => "int64",
+            },
+            shape_str(shape)
+        ),
+    )
 }
