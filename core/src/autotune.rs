@@ -57,6 +57,7 @@ use serde::Serialize;
 
 use crate::executor::shutdown::Shutdown;
 use crate::metrics::{StageMetrics, StatsRegistry, bottleneck_of};
+use crate::sync::LockExt;
 
 /// The part of a run not judged, while buffers fill.
 pub const WARMUP: Duration = Duration::from_millis(150);
@@ -233,7 +234,7 @@ impl Autotuner {
         (min, max): (usize, usize),
         metrics: &Arc<StageMetrics>,
     ) -> Arc<Knob> {
-        let mut knobs = self.knobs.lock().expect("knobs lock");
+        let mut knobs = self.knobs.locked();
         if let Some(k) = knobs
             .iter()
             .find(|k| k.stage_index == index && k.kind == kind)
@@ -270,7 +271,7 @@ impl Autotuner {
         let (Some(me), Some(stats)) = (self.me.upgrade(), stats.upgrade()) else {
             return;
         };
-        let mut slot = self.thread.lock().expect("tuner lock");
+        let mut slot = self.thread.locked();
         if slot.is_some() || shutdown.is_set() {
             return;
         }
@@ -283,21 +284,20 @@ impl Autotuner {
 
     /// Waits for the tuner thread (after shutdown was signalled).
     pub(crate) fn join(&self) {
-        if let Some(t) = self.thread.lock().expect("tuner lock").take() {
+        if let Some(t) = self.thread.locked().take() {
             let _ = t.join();
         }
     }
 
     /// The decisions so far.
     pub(crate) fn decisions(&self) -> Vec<Decision> {
-        self.decisions.lock().expect("decisions lock").clone()
+        self.decisions.locked().clone()
     }
 
     /// The knobs' values now, to start the next run from.
     pub(crate) fn learned(&self) -> Learned {
         self.knobs
-            .lock()
-            .expect("knobs lock")
+            .locked()
             .iter()
             .map(|k| ((k.stage_index, k.kind), k.get()))
             .collect()
@@ -306,8 +306,7 @@ impl Autotuner {
     /// The knobs' values now, as (stage, kind, value).
     pub(crate) fn values(&self) -> Vec<(String, KnobKind, usize)> {
         self.knobs
-            .lock()
-            .expect("knobs lock")
+            .locked()
             .iter()
             .map(|k| (k.stage.clone(), k.kind, k.get()))
             .collect()
@@ -323,7 +322,7 @@ impl Autotuner {
             reason,
         };
         tracing::debug!(decision = %d, "autotune");
-        self.decisions.lock().expect("decisions lock").push(d);
+        self.decisions.locked().push(d);
     }
 }
 
@@ -444,7 +443,7 @@ impl Tuner {
                 .map(|s| s.caused_wait_seconds)
                 .unwrap_or(0.0)
         };
-        let mut knobs = self.tuner.knobs.lock().expect("knobs lock").clone();
+        let mut knobs = self.tuner.knobs.locked().clone();
         knobs.sort_by(|a, b| caused(b).total_cmp(&caused(a)));
         let bottleneck = bottleneck_of(&snapshot).map(|i| snapshot[i].index);
         (knobs, bottleneck)
@@ -467,8 +466,7 @@ impl Tuner {
         let buffers = self
             .tuner
             .knobs
-            .lock()
-            .expect("knobs lock")
+            .locked()
             .iter()
             .filter(|k| k.kind == KnobKind::BufferSize)
             .count()
@@ -490,7 +488,7 @@ impl Tuner {
 
     /// Records why a knob was left alone, once per reason.
     fn note(&self, knob: &Knob, value: usize, why: String) {
-        let mut noted = self.noted.lock().expect("noted lock");
+        let mut noted = self.noted.locked();
         if noted.insert((knob.stage_index, knob.kind, why.clone())) {
             self.tuner.record(self.started, knob, value, value, why);
         }
@@ -551,8 +549,7 @@ impl Tuner {
             let (samples, sum, _) = knob.metrics.buffer_samples();
             let (s0, sum0) = self
                 .occupancy
-                .lock()
-                .expect("occupancy lock")
+                .locked()
                 .insert(knob.stage_index, (samples, sum))
                 .unwrap_or((0, 0));
             let n = samples.saturating_sub(s0);
@@ -661,7 +658,7 @@ impl Tuner {
 
     /// Whether `knob`'s `up` (or down) direction sits this round out; counts the round.
     fn backing_off(&self, knob: &Knob, up: bool) -> bool {
-        let mut states = self.backoffs.lock().expect("backoff lock");
+        let mut states = self.backoffs.locked();
         let state = states.entry((knob.stage_index, knob.kind, up)).or_default();
         if state.skip > 0 {
             state.skip -= 1;
@@ -672,7 +669,7 @@ impl Tuner {
 
     /// After a probe: a step that helped clears the backoff; one that did not doubles it.
     fn backoff(&self, knob: &Knob, up: bool, helped: bool) {
-        let mut states = self.backoffs.lock().expect("backoff lock");
+        let mut states = self.backoffs.locked();
         let state = states.entry((knob.stage_index, knob.kind, up)).or_default();
         if helped {
             *state = Backoff::default();

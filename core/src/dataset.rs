@@ -14,6 +14,7 @@ use crate::plan::{self, PlanNode};
 use crate::run::PipelineIter;
 use crate::stage::Stage;
 use crate::stats::PipelineStats;
+use crate::sync::LockExt;
 
 /// A pipeline definition: the plan of its stages as written, and its options. Cheap to
 /// clone (shared), immutable; builder methods return new datasets that append a stage.
@@ -105,11 +106,7 @@ impl Dataset {
     /// [optimizer](crate::optimize) for these options, checked, its stages numbered. Made
     /// once per dataset.
     pub(crate) fn optimized(&self) -> Result<Arc<Optimized>> {
-        let mut slot = self
-            .state
-            .optimized
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.state.optimized.locked();
         if let Some(done) = slot.as_ref() {
             return Ok(Arc::clone(done));
         }
@@ -162,11 +159,10 @@ impl Dataset {
 
     /// The seed in use: the configured one, or the one drawn at the first iteration.
     pub fn seed(&self) -> Option<u64> {
-        self.options.as_ref().and_then(|o| o.seed).or(*self
-            .state
-            .seed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()))
+        self.options
+            .as_ref()
+            .and_then(|o| o.seed)
+            .or(*self.state.seed.locked())
     }
 
     /// A fingerprint of the pipeline definition up to and including this stage: changes
@@ -187,7 +183,7 @@ impl Dataset {
     /// iterator stops and joins every thread the pipeline started.
     pub fn iter(&self) -> Result<PipelineIter> {
         let seed = {
-            let mut drawn = self.state.seed.lock().unwrap_or_else(|p| p.into_inner());
+            let mut drawn = self.state.seed.locked();
             match self.options().seed {
                 Some(s) => s,
                 None => *drawn.get_or_insert_with(random_seed),
@@ -229,7 +225,7 @@ impl Dataset {
                 checkpoint.seed
             )));
         }
-        *self.state.seed.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpoint.seed);
+        *self.state.seed.locked() = Some(checkpoint.seed);
         self.state
             .epoch
             .store(checkpoint.epoch + 1, Ordering::Relaxed);
@@ -240,8 +236,7 @@ impl Dataset {
     pub fn stats(&self) -> Option<PipelineStats> {
         self.state
             .last
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .as_ref()
             .map(|(stats, tuner)| PipelineStats::of(stats, Some(tuner)))
     }

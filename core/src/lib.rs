@@ -71,6 +71,7 @@ mod stage;
 pub mod stages;
 pub mod stats;
 mod stream;
+mod sync;
 
 pub use checkpoint::Checkpoint;
 pub use dataset::Dataset;
@@ -81,7 +82,7 @@ pub use options::{ErrorPolicy, Options};
 pub use parallelism::NumParallel;
 pub use params::Params;
 pub use plan::PlanNode;
-pub use run::{BuildContext, Input, PipelineIter};
+pub use run::{BuildContext, Canceller, Input, PipelineIter};
 /// The image library ([`sluice_image`]): decoding, geometry, colour and fused point chains.
 pub use sluice_image as image;
 pub use sluice_proto as proto;

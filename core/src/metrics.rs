@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use crate::sync::LockExt;
 use serde::Serialize;
 
 /// Live counters of one running stage. Cheap to update from any thread (relaxed atomics).
@@ -203,8 +204,7 @@ impl StatsRegistry {
     /// The most elements any stage has handed out so far.
     pub(crate) fn max_elements_out(&self) -> u64 {
         self.stages
-            .lock()
-            .expect("stats lock")
+            .locked()
             .iter()
             .map(|s| s.3.elements_out.load(Relaxed))
             .max()
@@ -215,7 +215,7 @@ impl StatsRegistry {
     /// out at least half as many elements as the busiest (so not a batch count, which is
     /// too coarse to time, nor a reader far upstream, whose read-ahead makes it bursty).
     pub(crate) fn progress_stage(&self) -> Option<usize> {
-        let stages = self.stages.lock().expect("stats lock");
+        let stages = self.stages.locked();
         let most = stages
             .iter()
             .map(|s| s.3.elements_out.load(Relaxed))
@@ -230,8 +230,7 @@ impl StatsRegistry {
     /// Elements stage `index` has handed out so far.
     pub(crate) fn elements_out_of(&self, index: usize) -> u64 {
         self.stages
-            .lock()
-            .expect("stats lock")
+            .locked()
             .iter()
             .find(|s| s.0 == index)
             .map_or(0, |s| s.3.elements_out.load(Relaxed))
@@ -244,7 +243,7 @@ impl StatsRegistry {
         inputs: Vec<usize>,
     ) -> Arc<StageMetrics> {
         let m = Arc::new(StageMetrics::default());
-        let mut stages = self.stages.lock().expect("stats lock");
+        let mut stages = self.stages.locked();
         // A stage re-opened (by repeat) keeps accumulating into the same metrics.
         if let Some((_, _, _, existing)) = stages.iter().find(|(i, _, _, _)| *i == index) {
             return Arc::clone(existing);
@@ -266,7 +265,7 @@ impl StatsRegistry {
     /// that cause them, and the position of the bottleneck; with the wall time so far.
     pub(crate) fn stage_stats(&self) -> StageSnapshot {
         let wall = self.started.elapsed().as_secs_f64();
-        let stages = self.stages.lock().expect("stats lock");
+        let stages = self.stages.locked();
         let mut out: Vec<StageStats> = stages
             .iter()
             .map(|(index, name, inputs, m)| {

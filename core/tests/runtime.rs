@@ -471,3 +471,35 @@ fn a_panic_upstream_of_a_threaded_stage_is_an_error_not_a_silent_end() {
         assert!(err.to_string().contains("custom stage bug at 5"), "{err}");
     }
 }
+
+#[test]
+fn a_cancelled_iteration_yields_cancelled_then_ends() {
+    // A slow pipeline behind a prefetch: the consumer waits on the prefetch buffer while
+    // another thread cancels.
+    let ds = Dataset::range(0, 1_000_000)
+        .map(|e| {
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(e)
+        })
+        .prefetch(BufferSize::Fixed(2));
+    let mut it = ds.iter().unwrap();
+    assert!(it.next().unwrap().is_ok());
+    let canceller = it.canceller();
+    let cancelling = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        canceller.cancel();
+    });
+    let mut got = 0;
+    let err = loop {
+        match it.next() {
+            Some(Ok(_)) => got += 1,
+            Some(Err(e)) => break e,
+            None => panic!("ended without saying it was cancelled"),
+        }
+        assert!(got < 1_000, "never cancelled");
+    };
+    assert!(matches!(err, Error::Cancelled), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Cancelled);
+    assert!(it.next().is_none());
+    cancelling.join().unwrap();
+}

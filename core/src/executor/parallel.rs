@@ -144,6 +144,9 @@ impl ParallelStream {
             .set_workers(knob.as_ref().map_or(workers, |k| k.get()));
 
         let mut threads = Vec::with_capacity(workers + 1);
+        // A thread that cannot be started (the system's limit) is not a panic: with fewer
+        // workers the stage goes on; with no dispatcher or no worker it fails in the stream.
+        let mut spawn_error = None;
         // Whether the dispatcher has sent its last job: a parked worker then leaves once
         // the jobs are all taken, so that every worker has gone when the last result is in
         // (which is how the consumer learns that the stream has ended).
@@ -153,18 +156,22 @@ impl ParallelStream {
             let ctx = ctx.clone();
             let stop_rx = stop_rx.clone();
             let avg_ns = Arc::clone(&avg_ns);
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("sluice-{}-in", ctx.stage_label()))
-                    .spawn(move || {
-                        // Set however the dispatcher leaves, after its last job is sent.
-                        let _ended = SetOnDrop(dispatched);
-                        dispatch(upstream, job_tx, permit_rx, stop_rx, avg_ns, ctx)
-                    })
-                    .expect("spawn dispatcher thread"),
-            );
+            match std::thread::Builder::new()
+                .name(format!("sluice-{}-in", ctx.stage_label()))
+                .spawn(move || {
+                    // Set however the dispatcher leaves, after its last job is sent.
+                    let _ended = SetOnDrop(dispatched);
+                    dispatch(upstream, job_tx, permit_rx, stop_rx, avg_ns, ctx)
+                }) {
+                Ok(t) => threads.push(t),
+                Err(e) => spawn_error = Some(e),
+            }
         }
+        let dispatcher_started = spawn_error.is_none();
         for w in 0..workers {
+            if !dispatcher_started {
+                break;
+            }
             let ctx = ctx.clone();
             let job_rx = job_rx.clone();
             let done_tx = done_tx.clone();
@@ -172,12 +179,23 @@ impl ParallelStream {
             let avg_ns = Arc::clone(&avg_ns);
             let stop_rx = stop_rx.clone();
             let active = knob.clone().map(|k| (w, k, Arc::clone(&dispatched)));
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("sluice-{}-w{w}", ctx.stage_label()))
-                    .spawn(move || work(job_rx, done_tx, f, avg_ns, stop_rx, active, ctx))
-                    .expect("spawn worker thread"),
-            );
+            match std::thread::Builder::new()
+                .name(format!("sluice-{}-w{w}", ctx.stage_label()))
+                .spawn(move || work(job_rx, done_tx, f, avg_ns, stop_rx, active, ctx))
+            {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    spawn_error.get_or_insert(e);
+                }
+            }
+        }
+        let mut ready = VecDeque::new();
+        let mut finished = false;
+        if let Some(e) = spawn_error.filter(|_| !dispatcher_started || threads.len() < 2) {
+            ready.push_back(Err(
+                ctx.stream_error(Error::internal(format!("cannot start a thread: {e}")))
+            ));
+            finished = true;
         }
         ParallelStream {
             results: done_rx,
@@ -187,11 +205,11 @@ impl ParallelStream {
             deterministic,
             next_seq: 0,
             reorder: BTreeMap::new(),
-            ready: VecDeque::new(),
+            ready,
             threads,
             ctx: ctx.clone(),
             max_in_flight,
-            finished: false,
+            finished,
         }
     }
 

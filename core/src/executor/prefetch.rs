@@ -13,7 +13,7 @@ use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TryRecvError, bounde
 
 use crate::autotune::Knob;
 use crate::element::Element;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::executor::parallel::{guarded, pull_chunk};
 use crate::run::BuildContext;
 use crate::stream::{BoxStream, ElementStream};
@@ -113,14 +113,25 @@ impl PrefetchStream {
                     tctx.metrics().add_wait_downstream(t.elapsed());
                 }
                 None
-            })
-            .expect("spawn prefetch thread");
+            });
+        // A thread that cannot be started (the system's limit) is an error in the stream,
+        // not a panic: the consumer gets it where the first element would be.
+        let (current, ended, thread) = match thread {
+            Ok(thread) => (VecDeque::new(), false, Some(thread)),
+            Err(e) => (
+                VecDeque::from([Err(
+                    ctx.stream_error(Error::internal(format!("cannot start a thread: {e}")))
+                )]),
+                true,
+                None,
+            ),
+        };
         PrefetchStream {
             rx,
-            current: VecDeque::new(),
-            ended: false,
+            current,
+            ended,
             stop: Some(stop_tx),
-            thread: Some(thread),
+            thread,
             ctx: ctx.clone(),
             capacity,
             chunk,

@@ -1,9 +1,11 @@
 //! Prompt shutdown of a pipeline's threads.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::{Receiver, Sender};
+
+use crate::sync::LockExt;
 
 /// Observed by every thread of a running pipeline. Blocking operations select on
 /// [`Shutdown::channel`], which disconnects when the pipeline is dropped, so no thread stays
@@ -14,18 +16,19 @@ pub struct Shutdown {
     flag: Arc<AtomicBool>,
 }
 
-/// Owned by the pipeline iterator: firing (or dropping) it signals shutdown.
+/// Owned by the pipeline iterator (and shared with its cancellers): firing (or dropping)
+/// it signals shutdown.
 #[derive(Debug)]
 pub(crate) struct ShutdownTrigger {
-    tx: Option<Sender<()>>,
+    tx: Mutex<Option<Sender<()>>>,
     flag: Arc<AtomicBool>,
 }
 
 impl ShutdownTrigger {
     /// Signals shutdown: sets the flag and disconnects the channel.
-    pub(crate) fn fire(&mut self) {
+    pub(crate) fn fire(&self) {
         self.flag.store(true, Ordering::Release);
-        self.tx = None;
+        self.tx.locked().take();
     }
 }
 
@@ -35,7 +38,7 @@ impl Shutdown {
         let flag = Arc::new(AtomicBool::new(false));
         (
             ShutdownTrigger {
-                tx: Some(tx),
+                tx: Mutex::new(Some(tx)),
                 flag: Arc::clone(&flag),
             },
             Shutdown { rx, flag },

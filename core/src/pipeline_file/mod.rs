@@ -123,6 +123,7 @@ pub use source::SourceSpec;
 
 use crate::invalid::{Invalid as Problem, Key as Seg};
 use crate::registry::{AppendContext, Batching};
+use crate::sync::LockExt;
 
 /// A whole pipeline as written in a pipeline file: what to read, the stages in order, and
 /// the options. [`PipelineFile::build`] makes the [`Dataset`].
@@ -325,13 +326,9 @@ impl Preloaded {
 
 impl PluginLoader for Preloaded {
     fn load(&self, spec: &PluginStageSpec) -> Result<LoadedPlugin> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .next()
-            .ok_or_else(|| {
-                Error::internal(format!("plugin {} was not loaded", spec.path.display()))
-            })
+        self.0.locked().next().ok_or_else(|| {
+            Error::internal(format!("plugin {} was not loaded", spec.path.display()))
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! [`PipelineIter`]: the iterator of one epoch.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::autotune::Autotuner;
 use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
@@ -14,6 +15,7 @@ use crate::stats::PipelineStats;
 use crate::stream::BoxStream;
 
 use super::{RunShared, build_node};
+use crate::sync::LockExt;
 
 /// The iterator of one epoch. Ends at the first error (which it yields) or at the end.
 /// Dropping it stops and joins the pipeline's threads.
@@ -33,9 +35,33 @@ pub struct PipelineIter {
     /// An error was yielded.
     failed: bool,
     done: bool,
+    /// Set by a [`Canceller`].
+    cancelled: Arc<AtomicBool>,
     // Dropped after `stream` (fields drop in order): first the streams stop and join their
     // threads, and the trigger is set first in `drop` so blocked threads wake at once.
-    trigger: ShutdownTrigger,
+    trigger: Arc<ShutdownTrigger>,
+}
+
+/// Cancels an iteration from another thread ([`PipelineIter::canceller`]): the pipeline's
+/// threads stop, and the iterator's `next` (if waiting, as soon as it wakes) yields
+/// [`Error::Cancelled`] and then ends. What a front end calls on Ctrl-C.
+#[derive(Debug, Clone)]
+pub struct Canceller {
+    trigger: Arc<ShutdownTrigger>,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Canceller {
+    /// Cancels the iteration.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.trigger.fire();
+    }
+
+    /// Whether [`cancel`](Canceller::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
 }
 
 impl PipelineIter {
@@ -47,11 +73,7 @@ impl PipelineIter {
         let (trigger, shutdown) = Shutdown::new();
         let stats = Arc::new(StatsRegistry::new());
         let state = dataset.state();
-        let learned = state
-            .learned
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let learned = state.learned.locked().clone();
         let autotune = Autotuner::new(learned, options.ram_budget, &stats, shutdown.clone());
         let shared = Arc::new(RunShared {
             seed,
@@ -62,8 +84,7 @@ impl PipelineIter {
             indices: optimized.numbers.as_ref().clone(),
             rows: Default::default(),
         });
-        *state.last.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((Arc::clone(&stats), Arc::clone(&autotune)));
+        *state.last.locked() = Some((Arc::clone(&stats), Arc::clone(&autotune)));
         let mut iter = PipelineIter {
             stream: None,
             stats,
@@ -77,7 +98,8 @@ impl PipelineIter {
             position: skip,
             failed: false,
             done: false,
-            trigger,
+            cancelled: Arc::default(),
+            trigger: Arc::new(trigger),
         };
         let (stream, skipped) = build_node(&optimized.plan, &shared, epoch, skip)?;
         if skipped < skip {
@@ -134,13 +156,21 @@ impl PipelineIter {
         self.position
     }
 
+    /// A handle that cancels this iteration from any thread (see [`Canceller`]).
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            trigger: Arc::clone(&self.trigger),
+            cancelled: Arc::clone(&self.cancelled),
+        }
+    }
+
     /// Stops the tuner and keeps what it learned for the next run of the dataset.
     fn stop_autotune(&mut self) {
         self.trigger.fire();
         self.autotune.join();
         let learned = self.autotune.learned();
         if !learned.is_empty() {
-            *self.state.learned.lock().unwrap_or_else(|p| p.into_inner()) = learned;
+            *self.state.learned.locked() = learned;
         }
     }
 }
@@ -152,7 +182,17 @@ impl Iterator for PipelineIter {
         if self.done {
             return None;
         }
-        let item = self.stream.as_mut()?.next();
+        let cancelled = || self.cancelled.load(Ordering::Acquire);
+        let item = if cancelled() {
+            None
+        } else {
+            self.stream.as_mut()?.next()
+        };
+        // Cancelled while waiting (the streams end on shutdown) or before: say so, once.
+        let item = match item {
+            Some(Ok(_)) | None | Some(Err(_)) if cancelled() => Some(Err(Error::Cancelled)),
+            other => other,
+        };
         match &item {
             Some(Ok(_)) => {
                 self.position += 1;

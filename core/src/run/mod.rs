@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use context::BuildContext;
 pub use input::Input;
-pub use iter::PipelineIter;
+pub use iter::{Canceller, PipelineIter};
 
 use crate::autotune::Autotuner;
 use crate::error::{Error, Result};

@@ -83,6 +83,7 @@ use crate::sources::record_index::{self, FileStamp, IndexOptions, RecordIndex};
 use crate::sources::tfrecord::TfRecordSpec;
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
+use crate::sync::LockExt;
 
 /// Positions a reader thread reads and hands over at a time.
 const CHUNK: u64 = 16;
@@ -389,7 +390,7 @@ fn read_record(shard: &Shard, offset: u64, length: u64, index: u64) -> Result<By
     let mut buf = vec![0u8; HEADER_LEN + data_len + FOOTER_LEN];
     match &shard.file {
         Some(slot) => {
-            let mut guard = slot.lock().expect("shard file lock");
+            let mut guard = slot.locked();
             if guard.is_none() {
                 *guard = Some(Arc::new(File::open(&*shard.path).map_err(io_error)?));
             }
@@ -533,26 +534,45 @@ impl GlobalShuffleStream {
         }
         let mut out: Vec<Option<Result<Arc<RecordIndex>>>> =
             (0..list.len()).map(|_| None).collect();
+        let share = |w: usize| -> Vec<usize> { (w..list.len()).step_by(threads).collect() };
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..threads)
                 .map(|w| {
                     let one = &one;
-                    scope.spawn(move || {
-                        (w..list.len())
-                            .step_by(threads)
-                            .map(|i| (i, one(i)))
-                            .collect::<Vec<_>>()
-                    })
+                    let mine = share(w);
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("sluice-{}-index{w}", ctx.stage_label()))
+                        .spawn_scoped(scope, move || {
+                            mine.into_iter().map(|i| (i, one(i))).collect::<Vec<_>>()
+                        });
+                    (w, spawned)
                 })
                 .collect();
-            for h in handles {
-                for (i, r) in h.join().expect("index threads do not panic") {
+            for (w, handle) in handles {
+                let done = match handle {
+                    // A thread that could not be started: its share is indexed here.
+                    Err(_) => share(w).into_iter().map(|i| (i, one(i))).collect(),
+                    Ok(h) => h.join().unwrap_or_else(|panic| {
+                        let message = crate::executor::parallel::panic_message(&*panic);
+                        share(w)
+                            .into_iter()
+                            .map(|i| {
+                                let e = Error::Panic {
+                                    stage: ctx.stage_label(),
+                                    message: message.clone(),
+                                };
+                                (i, Err(e))
+                            })
+                            .collect()
+                    }),
+                };
+                for (i, r) in done {
                     out[i] = Some(r);
                 }
             }
         });
         out.into_iter()
-            .map(|r| r.expect("every shard indexed"))
+            .map(|r| r.unwrap_or_else(|| Err(Error::internal("a shard was not indexed"))))
             .collect()
     }
 
@@ -605,7 +625,7 @@ impl GlobalShuffleStream {
                     }
                 })
                 .map_err(|e| {
-                    Error::invalid(format!("global_shuffle: cannot start a reader thread: {e}"))
+                    Error::internal(format!("global_shuffle: cannot start a reader thread: {e}"))
                 })?;
             handles.push(handle);
         }
@@ -637,7 +657,7 @@ fn index_one(
         error: Box::new(e),
     };
     if let Ok(stamp) = FileStamp::of(p)
-        && let Some((s, index)) = cache.0.lock().expect("index cache").get(path)
+        && let Some((s, index)) = cache.0.locked().get(path)
         && *s == stamp
     {
         return Ok(Arc::clone(index));
@@ -659,7 +679,7 @@ fn index_one(
             return Err(err);
         }
     } else if indexed.bad_data == 0 {
-        cache.0.lock().expect("index cache").insert(
+        cache.0.locked().insert(
             path.to_string(),
             (indexed.stamp, Arc::clone(&indexed.index)),
         );

@@ -20,6 +20,7 @@ use crate::registry::{AppendContext, Spec};
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream, IterStream};
+use crate::sync::LockExt;
 
 /// Where a cache lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,7 +139,7 @@ impl Stage for CacheStage {
         let input = crate::stages::single_input(inputs, "cache")?;
         match &self.spec {
             CacheSpec::Memory => {
-                if let Some(done) = self.memory.lock().expect("cache lock").clone() {
+                if let Some(done) = self.memory.locked().clone() {
                     let n = done.len();
                     return Ok(Box::new(IterStream(
                         (0..n).map(move |i| Ok(done[i].clone())),
@@ -202,7 +203,7 @@ impl ElementStream for MemoryFill {
             }
             None => {
                 if let Some(c) = self.collected.take() {
-                    let mut slot = self.slot.lock().expect("cache lock");
+                    let mut slot = self.slot.locked();
                     if slot.is_none() {
                         *slot = Some(Arc::new(c));
                     }
