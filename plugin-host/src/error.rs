@@ -59,7 +59,8 @@ pub enum Error {
         plugin: String,
         /// The status's name (`plugin error`, `panic`, `invalid input`, ...).
         status: String,
-        /// The element ids of the call.
+        /// The call's elements: their ids (the first three and a count for a longer
+        /// chunk).
         elements: String,
         /// The plugin's (or the host's) message.
         message: String,

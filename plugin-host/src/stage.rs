@@ -116,10 +116,7 @@ impl PluginStage {
     ) -> Result<Vec<(usize, Element)>> {
         let info = self.info();
         let seeds: Vec<u64> = rngs.iter_mut().map(|r| r.next_u64()).collect();
-        let ids = || {
-            let ids: Vec<String> = elements.iter().map(|e| e.id().to_string()).collect();
-            format!("[{}]", ids.join(", "))
-        };
+        let ids = || chunk_ids(&elements);
         let (mut instance, buf) = {
             let pooled = self
                 .pool
@@ -204,5 +201,37 @@ impl PluginStage {
             out.push((parent, element));
         }
         Ok(out)
+    }
+}
+
+/// The elements of a call as an error names them: their ids, the first three and a count
+/// for a longer chunk (`[0:0, 0:1, 0:2, ... 64 in all]`), not every id on one line.
+pub(crate) fn chunk_ids(elements: &[Element]) -> String {
+    const SHOWN: usize = 3;
+    let ids: Vec<String> = elements
+        .iter()
+        .take(SHOWN)
+        .map(|e| e.id().to_string())
+        .collect();
+    if elements.len() <= SHOWN {
+        format!("[{}]", ids.join(", "))
+    } else {
+        format!("[{}, ... {} in all]", ids.join(", "), elements.len())
+    }
+}
+
+#[cfg(test)]
+mod chunk_ids_tests {
+    use super::*;
+    use sluice_core::ElementId;
+
+    #[test]
+    fn a_long_chunk_is_named_by_its_first_elements_and_a_count() {
+        let elements: Vec<Element> = (0..64)
+            .map(|i| Element::new(ElementId::new(0, i)))
+            .collect();
+        assert_eq!(chunk_ids(&elements[..2]), "[0:0, 0:1]");
+        assert_eq!(chunk_ids(&elements[..3]), "[0:0, 0:1, 0:2]");
+        assert_eq!(chunk_ids(&elements), "[0:0, 0:1, 0:2, ... 64 in all]");
     }
 }
