@@ -103,13 +103,17 @@ fn decode_then_random_crop_decodes_only_the_window_with_the_same_pixels() {
         epoch: 0,
         stage: 1,
     };
+    // Fused as the decode_crop_fusion rule fuses it in a pipeline: a window decode.
     let fused = ImageOpsSpec::new(vec![
         ImageOp::Decode { channels: Some(3) },
         ImageOp::RandomCrop {
             height: 20,
             width: 30,
         },
-    ]);
+    ])
+    .fused()
+    .unwrap();
+    assert!(matches!(fused.ops[..], [ImageOp::DecodeWindow { .. }]));
     for e in &records {
         let img = e.tensor("image").unwrap();
         let got = fused.run(img, &mut key.element_rng(e.id())).unwrap();
@@ -131,7 +135,9 @@ fn decode_then_center_crop_decodes_only_the_window_with_the_same_pixels() {
         let fused = ImageOpsSpec::new(vec![
             ImageOp::Decode { channels: Some(3) },
             ImageOp::CenterCrop { height, width },
-        ]);
+        ])
+        .fused()
+        .unwrap();
         for e in &records {
             let img = e.tensor("image").unwrap();
             let got = fused.run(img, &mut key.element_rng(e.id())).unwrap();
@@ -147,7 +153,9 @@ fn decode_then_center_crop_decodes_only_the_window_with_the_same_pixels() {
             height: 33,
             width: 48,
         },
-    ]);
+    ])
+    .fused()
+    .unwrap();
     let img = records[0].tensor("image").unwrap();
     let err = too_big
         .run(img, &mut key.element_rng(records[0].id()))

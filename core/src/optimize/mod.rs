@@ -10,12 +10,14 @@
 //! |---|---|---|
 //! | [`FilesToInterleave`] | `interleave` over a file reader (e.g. `tfrecord`) → an interleave over the file list, reading each file as a sub-dataset | tf.data's `interleave(TFRecordDataset)`: several files read at once |
 //! | [`ShardPushdown`] | `shard` over a file reader, file interleave or global shuffle → the reader over `shard` of its files | each shard reads only its own files (tf.data's auto-shard by file) |
+//! | [`DecodeCropFusion`] | `image_ops` starting with `decode`, a random or centre crop (and a random flip) → one window decode | a JPEG is decoded only where the crop needs it; same pixels and draws |
 //! | [`MapAndBatchFusion`] | `batch` after `image_ops` → one stage decoding and augmenting each batch's rows in parallel into its buffer | tf.data's `map_and_batch_fusion`; off with `Options::map_and_batch_fusion = false` |
 //!
 //! Adding a rule: a type implementing [`Rule`] in its own file here, listed in
 //! [`Optimizer::default`], with tests of its own (that it applies where it should, leaves
 //! other plans alone, and that the output is the same bits with and without it).
 
+mod decode_crop_fusion;
 mod files_to_interleave;
 mod map_and_batch_fusion;
 mod shard_pushdown;
@@ -24,6 +26,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+pub use decode_crop_fusion::DecodeCropFusion;
 pub use files_to_interleave::FilesToInterleave;
 pub use map_and_batch_fusion::MapAndBatchFusion;
 pub use shard_pushdown::ShardPushdown;
@@ -79,11 +82,13 @@ pub struct Optimizer {
 const MAX_PASSES: usize = 8;
 
 impl Default for Optimizer {
-    /// Every rule: [`FilesToInterleave`], [`ShardPushdown`], [`MapAndBatchFusion`].
+    /// Every rule: [`FilesToInterleave`], [`ShardPushdown`], [`DecodeCropFusion`],
+    /// [`MapAndBatchFusion`].
     fn default() -> Self {
         Optimizer::new(vec![
             Box::new(FilesToInterleave),
             Box::new(ShardPushdown),
+            Box::new(DecodeCropFusion),
             Box::new(MapAndBatchFusion),
         ])
     }

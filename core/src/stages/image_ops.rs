@@ -191,6 +191,26 @@ pub enum ImageOp {
     },
     /// `[H, W, C]` → `[C, H, W]` (last op only).
     ToChw,
+    /// `decode`, then a random or centre crop to `height × width`, then (with `flip`) a
+    /// random left-right flip, run as one: a JPEG is decoded only where the window needs
+    /// it (no IDCT or colour conversion outside it, nothing below its last MCU row) and
+    /// mirrored in the same copy; the pixels and random draws are those of the three ops.
+    /// Made from those ops by the `decode_crop_fusion` optimizer rule
+    /// ([`ImageOpsSpec::fused`]); not written in pipelines.
+    #[serde(skip_deserializing)]
+    #[schemars(skip)]
+    DecodeWindow {
+        /// The decode's channels.
+        channels: Option<usize>,
+        /// The crop's height.
+        height: usize,
+        /// The crop's width.
+        width: usize,
+        /// A random crop (else a centre crop).
+        random: bool,
+        /// The flip's probability, if the ops flip.
+        flip: Option<f32>,
+    },
 }
 
 fn one() -> f32 {
@@ -254,6 +274,15 @@ impl ImageOp {
             ToUnitF32 => color::to_unit_f32(img),
             Normalize { mean, std, scale } => color::normalize(img, mean, std, *scale),
             ToChw => geometry::to_chw(img),
+            DecodeWindow { .. } => {
+                let head = CropHead::of(std::slice::from_ref(self)).ok_or_else(|| {
+                    sluice_image::Error::InvalidArgument {
+                        op: "decode_window",
+                        message: "decode_window is its own crop head".into(),
+                    }
+                })?;
+                decode_crop(scalar_bytes(img)?, &head, rng)
+            }
         }
     }
 }
@@ -352,6 +381,20 @@ impl ImageOpsSpec {
         }
     }
 
+    /// These ops with a leading decode, random or centre crop and random left-right flip
+    /// run as one [`ImageOp::DecodeWindow`] (only the window of a JPEG is decoded; the same
+    /// pixels and draws): what the `decode_crop_fusion` optimizer rule does to the plan.
+    /// `None` when the ops do not start so.
+    pub fn fused(&self) -> Option<ImageOpsSpec> {
+        let (op, replaced) = CropHead::fuse(&self.ops)?;
+        let mut ops = vec![op];
+        ops.extend_from_slice(&self.ops[replaced..]);
+        Some(ImageOpsSpec {
+            ops,
+            ..self.clone()
+        })
+    }
+
     /// This spec with `num_parallel` worker threads.
     pub fn num_parallel(mut self, n: impl Into<NumParallel>) -> Self {
         self.num_parallel = n.into();
@@ -420,6 +463,12 @@ impl ImageOpsSpec {
         for (i, op) in self.ops[..start].iter().enumerate() {
             match op {
                 ImageOp::Decode { channels } if i == 0 => c = *channels,
+                ImageOp::DecodeWindow {
+                    channels,
+                    height,
+                    width,
+                    ..
+                } if i == 0 => (c, h, w) = (*channels, Some(*height), Some(*width)),
                 ImageOp::Resize { height, width, .. }
                 | ImageOp::CenterCrop { height, width }
                 | ImageOp::RandomCrop { height, width }
@@ -747,8 +796,36 @@ struct CropHead {
 }
 
 impl CropHead {
-    /// The crop head `ops` start with, if they do.
+    /// The crop head `ops` start with, if they do: a [`ImageOp::DecodeWindow`] (which the
+    /// `decode_crop_fusion` rule makes of a decode, crop and flip).
     fn of(ops: &[ImageOp]) -> Option<Self> {
+        let [
+            ImageOp::DecodeWindow {
+                channels,
+                height,
+                width,
+                random,
+                flip,
+            },
+            ..,
+        ] = ops
+        else {
+            return None;
+        };
+        Some(Self {
+            channels: *channels,
+            height: *height,
+            width: *width,
+            random: *random,
+            flip: *flip,
+            len: 1,
+        })
+    }
+
+    /// The [`ImageOp::DecodeWindow`] that `ops` start with when they start with a decode,
+    /// a random or centre crop, and optionally a random left-right flip; and how many ops
+    /// it replaces.
+    pub(crate) fn fuse(ops: &[ImageOp]) -> Option<(ImageOp, usize)> {
         let [ImageOp::Decode { channels }, crop, rest @ ..] = ops else {
             return None;
         };
@@ -761,14 +838,14 @@ impl CropHead {
             Some(ImageOp::RandomFlipLeftRight { p }) => Some(*p),
             _ => None,
         };
-        Some(Self {
+        let op = ImageOp::DecodeWindow {
             channels: *channels,
             height,
             width,
             random,
             flip,
-            len: 2 + usize::from(flip.is_some()),
-        })
+        };
+        Some((op, 2 + usize::from(flip.is_some())))
     }
 
     /// Checks the flip's probability (before anything is decoded, as the op would).

@@ -309,7 +309,12 @@ mod tests {
             .with("label", Tensor::scalar_i64(i as i64))
     }
 
+    /// As a pipeline runs them: the decode, crop and flip fused into a window decode.
     fn ops() -> ImageOpsSpec {
+        written_ops().fused().unwrap()
+    }
+
+    fn written_ops() -> ImageOpsSpec {
         ImageOpsSpec::new(vec![
             ImageOp::Decode { channels: Some(3) },
             ImageOp::RandomCrop {
@@ -353,7 +358,7 @@ mod tests {
                 e
             })
             .collect();
-        let ops_after_decode = ImageOpsSpec::new(ops.ops[1..].to_vec());
+        let ops_after_decode = ImageOpsSpec::new(written_ops().ops[1..].to_vec());
         let from_decoded = fused_batch(&ops_after_decode, key, &decoded).expect("in one go");
         let decoded_one_by_one: Vec<Element> = decoded
             .iter()

@@ -264,6 +264,35 @@ pub(crate) fn check_image_ops(
                     ));
                 }
             }
+            ImageOp::DecodeWindow {
+                channels,
+                height,
+                width,
+                flip,
+                ..
+            } => {
+                // What the decode, crop and flip it stands for were checked as.
+                if let Some(c) = channels
+                    && ![1, 3, 4].contains(c)
+                {
+                    return Err(Problem::new(
+                        under(p, &["channels"]),
+                        format!("decode: `channels` must be 1, 3 or 4, got {c}"),
+                    ));
+                }
+                at_least_one(p, "height", name, *height)?;
+                at_least_one(p, "width", name, *width)?;
+                if let Some(prob) = flip
+                    && !(0.0..=1.0).contains(prob)
+                {
+                    return Err(Problem::new(
+                        under(p, &["flip"]),
+                        format!("{name}: the probability `flip` must be within [0, 1], got {prob}"),
+                    ));
+                }
+                decoded_at = Some(i);
+                known = Some((*height, *width, i));
+            }
             ImageOp::ToChw => {
                 if i != last {
                     return Err(Problem::new(
@@ -298,6 +327,7 @@ pub(crate) fn op_name(op: &ImageOp) -> &'static str {
         ImageOp::ToUnitF32 => "to_unit_f32",
         ImageOp::Normalize { .. } => "normalize",
         ImageOp::ToChw => "to_chw",
+        ImageOp::DecodeWindow { .. } => "decode_window",
     }
 }
 
