@@ -7,8 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
+use sluice_core::prelude::{GlobalShuffleSpec, TfRecordSpec};
 use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
-use sluice_core::sources::global_shuffle::GlobalShuffleSpec;
 use sluice_core::sources::record_index::{self, INDEX_SUFFIX, IndexOptions, IndexOrigin};
 use sluice_core::{Dataset, Element, ElementId, Error, ErrorPolicy, NumParallel, Options};
 
@@ -408,7 +408,7 @@ fn compressed_shards_are_refused() {
     }
     // Named compression is refused without looking at the file.
     let path = fixtures().join("examples.tfrecord").display().to_string();
-    let reader = sluice_core::sources::tfrecord::TfRecordSpec {
+    let reader = TfRecordSpec {
         compression: Compression::Gzip,
         ..Default::default()
     };
