@@ -71,6 +71,8 @@ mod stage;
 pub mod stages;
 pub mod stats;
 mod stream;
+#[cfg(test)]
+mod tests;
 
 // The model: a dataset, its elements, its options, its errors, a run and its statistics.
 pub use checkpoint::Checkpoint;
