@@ -163,7 +163,7 @@ impl Element {
         }
     }
 
-    /// A raw record element: one scalar byte string named [`RECORD`].
+    /// A raw record element: one scalar byte string named `record`.
     pub fn record(id: ElementId, data: bytes::Bytes, provenance: Option<Provenance>) -> Element {
         Element {
             id,

@@ -65,7 +65,7 @@ impl FilesSpec {
         Ok(out)
     }
 
-    /// Resolves the patterns now into a [`FileList`] stage.
+    /// Resolves the patterns now into a `FileList` stage.
     pub fn build_list(&self) -> Result<FileList> {
         Ok(FileList {
             files: Arc::new(self.resolve()?),

@@ -99,7 +99,9 @@ pub const MAX_OPEN_FILES: usize = 256;
 pub struct GlobalShuffleSpec {
     /// Keep record indexes in this directory only. Default: beside each shard
     /// (`.sluice-index/<file>.sluice-index` in its directory), or in the cache directory
-    /// when the shard's directory is not writable (see [`record_index`]).
+    /// when the shard's directory is not writable (`$SLUICE_INDEX_DIR`, else
+    /// `$XDG_CACHE_HOME/sluice/index`, else `$HOME/.cache/sluice/index`, else
+    /// `<temp dir>/sluice-index`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_dir: Option<PathBuf>,
     /// Reader threads: a number, or `auto` (default: the CPU budget, at most 4). Also the
@@ -178,7 +180,7 @@ impl GlobalShuffleStage {
 /// Global shuffle sources.
 impl Dataset {
     /// The records of the TFRecord files matching `patterns`, each exactly once per epoch,
-    /// in a seeded global permutation (see [`global_shuffle`](self)). The files must be
+    /// in a seeded global permutation (a [`Permutation`](crate::Permutation)). The files must be
     /// uncompressed.
     pub fn tfrecord_global_shuffle<S: AsRef<str>>(
         patterns: impl IntoIterator<Item = S>,

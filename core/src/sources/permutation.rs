@@ -14,7 +14,7 @@
 //! to come from any shard.
 //!
 //! ```
-//! use sluice_core::sources::permutation::Permutation;
+//! use sluice_core::Permutation;
 //!
 //! let p = Permutation::new(10, 42);
 //! let mut seen: Vec<u64> = (0..10).map(|i| p.apply(i)).collect();

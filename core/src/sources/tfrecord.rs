@@ -18,7 +18,7 @@ use crate::stage::{Arity, OpenFn, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
 /// Reads TFRecord files (`tf.data.TFRecordDataset`): each record becomes an element with
-/// one scalar byte string named [`crate::element::RECORD`], id (file index, record index)
+/// one scalar byte string named `record`, id (file index, record index)
 /// and provenance (file, offset). Its input is a file list; `interleave` reads several
 /// files at once instead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
