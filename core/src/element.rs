@@ -141,7 +141,7 @@ impl From<Tensor> for Value {
 }
 
 /// The name of the single value of a raw record element (as `TFRecordDataset` yields).
-pub const RECORD: &str = "record";
+pub(crate) const RECORD: &str = "record";
 
 /// An element: named values, an id and (for data read from files) a provenance.
 ///

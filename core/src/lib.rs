@@ -46,30 +46,35 @@
 //! - [`pipeline_file`]: a whole pipeline as a TOML file ([`pipeline_file::PipelineFile`]).
 #![deny(unsafe_code)]
 
+// The model's concepts with their own documentation.
 pub mod autotune;
-mod builder;
 pub mod checkpoint;
-pub mod codec;
-mod dataset;
-pub mod element;
-mod error;
 pub mod example;
-pub mod executor;
-mod invalid;
-pub mod metrics;
 pub mod optimize;
-mod options;
-mod parallelism;
-mod params;
 pub mod pipeline_file;
 pub mod plan;
 pub mod registry;
 pub mod rng;
-pub mod run;
-pub mod sources;
+
+// The implementation: what users and plugin hosts need of it is re-exported below, at the
+// root (the model and what a custom stage is written with) or in the [`prelude`] (the specs
+// a pipeline is written with).
+mod builder;
+mod codec;
+mod dataset;
+mod element;
+mod error;
+mod executor;
+mod invalid;
+mod metrics;
+mod options;
+mod parallelism;
+mod params;
+mod run;
+mod sources;
 mod stage;
-pub mod stages;
-pub mod stats;
+mod stages;
+mod stats;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -122,8 +127,8 @@ pub use sluice_proto as proto;
 /// Tensors ([`sluice_tensor`]): [`Tensor`], [`TensorData`], [`DType`], [`Shape`], [`Shared`],
 /// and the recycling of large buffers ([`tensor::pool`]).
 pub use sluice_tensor as tensor;
-/// Recycling of large tensor buffers ([`sluice_tensor::pool`]).
-pub use sluice_tensor::pool;
+// Stages recycle their large buffers through `crate::pool`.
+use sluice_tensor::pool;
 
 /// Everything needed to write pipelines: the [`Dataset`], its elements and options, and the
 /// spec of every built-in source and stage.

@@ -91,7 +91,7 @@ const CHUNKS_AHEAD: usize = 2;
 /// Readers `auto` starts at most (reads of page-cached records need few threads).
 const AUTO_READERS: usize = 4;
 /// Shards kept open at once; with more, each read opens its shard.
-pub const MAX_OPEN_FILES: usize = 256;
+pub(crate) const MAX_OPEN_FILES: usize = 256;
 
 /// How global shuffle keeps its indexes and reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,7 +158,7 @@ impl fmt::Debug for IndexCache {
 
 /// The running definition: a global shuffle over the TFRecord files of a file list.
 #[derive(Debug)]
-pub struct GlobalShuffleStage {
+pub(crate) struct GlobalShuffleStage {
     /// How to shuffle.
     pub spec: GlobalShuffleSpec,
     /// How each file is read (compression must be `auto` or `none`).
@@ -168,7 +168,7 @@ pub struct GlobalShuffleStage {
 
 impl GlobalShuffleStage {
     /// A global shuffle reading files with `reader`.
-    pub fn new(spec: GlobalShuffleSpec, reader: TfRecordSpec) -> Self {
+    pub(crate) fn new(spec: GlobalShuffleSpec, reader: TfRecordSpec) -> Self {
         GlobalShuffleStage {
             spec,
             reader,

@@ -26,7 +26,7 @@
 use crate::rng::{combine, mix};
 
 /// Rounds of the Feistel network.
-pub const ROUNDS: usize = 8;
+pub(crate) const ROUNDS: usize = 8;
 
 /// A keyed permutation of `[0, len)`. Copyable, 80 bytes, whatever `len` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -207,7 +207,7 @@ impl Stage for TfRecordSpec {
 /// One TFRecord file as a source: its records, with ids `(file_index, record index)`. The
 /// sub-dataset `interleave` reads for each file of a `tfrecord` source.
 #[derive(Debug, Clone)]
-pub struct TfRecordFile {
+pub(crate) struct TfRecordFile {
     path: String,
     file_index: u64,
     spec: TfRecordSpec,
