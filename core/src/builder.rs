@@ -165,7 +165,7 @@ impl Dataset {
     }
 
     /// Applies `f` to chunks of `spec.chunk_size` consecutive elements (see
-    /// [`map_chunks`](crate::stages::map_chunks)): `f` gets the chunk and one RNG per
+    /// [`MapChunksSpec`](crate::prelude::MapChunksSpec)): `f` gets the chunk and one RNG per
     /// element, and returns the outputs, each with the index of its input in the chunk. A
     /// map, filter or flat map whose per-call cost is paid once per chunk (plugins run so).
     pub fn map_chunks<F>(&self, spec: MapChunksSpec, f: F) -> Dataset

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::tensor::{DType, Shape, Tensor, TensorData};
 
 /// Encodes an element.
-pub fn encode(element: &Element, out: &mut BytesMut) {
+pub(crate) fn encode(element: &Element, out: &mut BytesMut) {
     out.put_u64_le(element.id().source);
     out.put_u64_le(element.id().index);
     match element.provenance() {
@@ -123,7 +123,7 @@ impl Reader {
 }
 
 /// Decodes an element encoded by [`encode`]. Byte values are slices of `buf`.
-pub fn decode(buf: Bytes) -> Result<Element> {
+pub(crate) fn decode(buf: Bytes) -> Result<Element> {
     let mut r = Reader { buf };
     let id = ElementId::new(r.u64()?, r.u64()?);
     let mut e = Element::new(id);

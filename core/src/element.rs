@@ -141,7 +141,7 @@ impl From<Tensor> for Value {
 }
 
 /// The name of the single value of a raw record element (as `TFRecordDataset` yields).
-pub const RECORD: &str = "record";
+pub(crate) const RECORD: &str = "record";
 
 /// An element: named values, an id and (for data read from files) a provenance.
 ///
@@ -163,7 +163,7 @@ impl Element {
         }
     }
 
-    /// A raw record element: one scalar byte string named [`RECORD`].
+    /// A raw record element: one scalar byte string named `record`.
     pub fn record(id: ElementId, data: bytes::Bytes, provenance: Option<Provenance>) -> Element {
         Element {
             id,

@@ -46,72 +46,119 @@
 //! - [`pipeline_file`]: a whole pipeline as a TOML file ([`pipeline_file::PipelineFile`]).
 #![deny(unsafe_code)]
 
+// The model's concepts with their own documentation.
 pub mod autotune;
-mod builder;
 pub mod checkpoint;
-pub mod codec;
-mod dataset;
-pub mod element;
-mod error;
 pub mod example;
-pub mod executor;
-mod invalid;
-pub mod metrics;
 pub mod optimize;
-mod options;
-mod parallelism;
-mod params;
 pub mod pipeline_file;
 pub mod plan;
 pub mod registry;
 pub mod rng;
-pub mod run;
-pub mod sources;
+
+// The implementation: what users and plugin hosts need of it is re-exported below, at the
+// root (the model and what a custom stage is written with) or in the [`prelude`] (the specs
+// a pipeline is written with).
+mod builder;
+mod codec;
+mod dataset;
+mod element;
+mod error;
+mod executor;
+mod invalid;
+mod metrics;
+mod options;
+mod parallelism;
+mod params;
+mod run;
+mod sources;
 mod stage;
-pub mod stages;
-pub mod stats;
+mod stages;
+mod stats;
 mod stream;
 mod sync;
+#[cfg(test)]
+mod tests;
 
+// The model: a dataset, its elements, its options, its errors, a run and its statistics.
 pub use checkpoint::Checkpoint;
 pub use dataset::Dataset;
 pub use element::{Element, ElementId, Provenance, Ragged, Value};
 pub use error::{Error, ErrorKind, Result};
-pub use invalid::{Invalid, Key, PathDisplay};
+pub use metrics::StageStats;
 pub use options::{ErrorPolicy, Options};
 pub use parallelism::NumParallel;
+pub use run::{Canceller, PipelineIter};
+pub use sluice_tensor::{DType, Shape, Shared, Tensor, TensorData};
+pub use stats::PipelineStats;
+
+// What a custom stage (a plugin host's, or a user's) is written with.
+pub use executor::shutdown::Shutdown;
+pub use invalid::{Invalid, Key, PathDisplay};
+pub use metrics::StageMetrics;
 pub use params::Params;
 pub use plan::PlanNode;
-pub use run::{BuildContext, Canceller, Input, PipelineIter};
-/// The image library ([`sluice_image`]): decoding, geometry, colour and fused point chains.
-pub use sluice_image as image;
-pub use sluice_proto as proto;
-/// Tensors ([`sluice_tensor`]): [`Tensor`], [`TensorData`], [`DType`], [`Shape`], [`Shared`].
-pub use sluice_tensor as tensor;
-/// Recycling of large tensor buffers ([`sluice_tensor::pool`]).
-pub use sluice_tensor::pool;
-pub use sluice_tensor::{DType, Shape, Shared, Tensor, TensorData};
+pub use run::{BuildContext, Input};
 pub use stage::{Arity, OpenFn, Stage};
-pub use stats::{PipelineStats, StageStats};
+/// The running stage of [`Dataset::map_chunks`], for a plugin host to build with its own
+/// [`ChunkFn`](prelude::ChunkFn) and the label its stats show.
+pub use stages::map_chunks::MapChunksStage;
 pub use stream::{BoxStream, ElementStream, IterStream};
 
-/// Everything needed to write pipelines.
+/// A seeded permutation of `[0, n)` in O(1) memory: the order in which a global shuffle
+/// ([`GlobalShuffleSpec`](prelude::GlobalShuffleSpec)) reads records (what
+/// `tf.random.experimental.index_shuffle` is to tf.data), for a shuffled order over anything
+/// addressed by position without holding the order.
+///
+/// ```
+/// use sluice_core::Permutation;
+///
+/// let p = Permutation::new(10, 42);
+/// let mut seen: Vec<u64> = (0..10).map(|i| p.apply(i)).collect();
+/// seen.sort();
+/// assert_eq!(seen, (0..10).collect::<Vec<_>>());
+/// ```
+pub use sources::permutation::Permutation;
+
+/// The image library ([`sluice_image`]): decoding, geometry, colour and fused point chains.
+pub use sluice_image as image;
+/// TensorFlow's `tf.train.Example` messages and TFRecord files, read and written as
+/// TensorFlow does ([`sluice_proto`]).
+pub use sluice_proto as proto;
+/// Tensors ([`sluice_tensor`]): [`Tensor`], [`TensorData`], [`DType`], [`Shape`], [`Shared`],
+/// and the recycling of large buffers ([`tensor::pool`]).
+pub use sluice_tensor as tensor;
+// Stages recycle their large buffers through `crate::pool`.
+use sluice_tensor::pool;
+
+/// Everything needed to write pipelines: the [`Dataset`], its elements and options, and the
+/// spec of every built-in source and stage.
 pub mod prelude {
     pub use crate::sources::files::FilesSpec;
     pub use crate::sources::global_shuffle::GlobalShuffleSpec;
+    pub use crate::sources::memory::RangeSpec;
     pub use crate::sources::tfrecord::TfRecordSpec;
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::cache::CacheSpec;
+    pub use crate::stages::concatenate::ConcatenateSpec;
     pub use crate::stages::image_ops::{ImageOp, ImageOpsSpec, PadSpec, Resample};
     pub use crate::stages::interleave::InterleaveSpec;
     pub use crate::stages::map::MapSpec;
-    pub use crate::stages::map_chunks::MapChunksSpec;
+    pub use crate::stages::map_chunks::{ChunkFn, MapChunksSpec};
     pub use crate::stages::padded_batch::{PadValue, PaddedBatchSpec};
     pub use crate::stages::parse_example::{FeatureSpec, FeatureType, ParseExampleSpec};
-    pub use crate::stages::prefetch::BufferSize;
+    pub use crate::stages::prefetch::{BufferSize, PrefetchSpec};
+    pub use crate::stages::repeat::RepeatSpec;
+    pub use crate::stages::sample_from::SampleFromSpec;
+    pub use crate::stages::shard::ShardSpec;
     pub use crate::stages::shuffle::ShuffleSpec;
+    pub use crate::stages::skip::SkipSpec;
+    pub use crate::stages::take::TakeSpec;
+    pub use crate::stages::unbatch::UnbatchSpec;
+    pub use crate::stages::zip::ZipSpec;
     pub use crate::{
         DType, Dataset, Element, ElementId, ErrorPolicy, NumParallel, Options, Result, Tensor,
         TensorData, Value,
     };
+    pub use sluice_proto::tfrecord::Compression;
 }

@@ -384,7 +384,7 @@ fn attribute_waits(out: &mut [StageStats], stages: &[Registered]) -> Option<usiz
 /// The bottleneck among `stages` whose waits are attributed (`caused_wait_seconds`): the
 /// position of the stage the pipeline waited on most, if it waited on any. The one rule
 /// the report, the merge of several epochs and autotune all use.
-pub fn bottleneck_of(stages: &[StageStats]) -> Option<usize> {
+pub(crate) fn bottleneck_of(stages: &[StageStats]) -> Option<usize> {
     stages
         .iter()
         .enumerate()

@@ -3,7 +3,7 @@
 //! Builder methods and pipeline files only append [`PlanNode`]s: the plan *as written*.
 //! The [optimizer](crate::optimize) rewrites it with named rules into the plan that runs
 //! (each rewritten node remembers the node it came from, its [`origin`](PlanNode::origin)),
-//! and the [runner](crate::run) starts one stream per node of that plan.
+//! and the [runner](crate::PipelineIter) starts one stream per node of that plan.
 //!
 //! Stages are numbered in the plan that runs, inputs before the stages that consume them:
 //! the number names the stage in stats, errors and `explain` (`batch#5`), and keys its

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::autotune::{Autotuner, Decision, KnobKind};
 use crate::metrics::StatsRegistry;
-pub use crate::metrics::{StageMetrics, StageStats, bottleneck_of};
+use crate::metrics::{StageStats, bottleneck_of};
 
 /// Statistics of a pipeline run (the latest iteration of a dataset).
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -1,15 +1,15 @@
 //! Global shuffle over TFRecord shards: every record exactly once per epoch, seeded orders,
 //! the sequential reader's ids, provenance and errors, and record indexes that are rebuilt
-//! whenever they cannot be trusted.
+//! whenever they cannot be trusted. (Which index file is reused or rewritten is checked by
+//! unit tests, in `core/src/tests/global_shuffle_index.rs`: it is not public.)
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
+use sluice_core::prelude::{GlobalShuffleSpec, TfRecordSpec};
 use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
-use sluice_core::sources::global_shuffle::GlobalShuffleSpec;
-use sluice_core::sources::record_index::{self, INDEX_SUFFIX, IndexOptions, IndexOrigin};
 use sluice_core::{Dataset, Element, ElementId, Error, ErrorPolicy, NumParallel, Options};
 
 fn fixtures() -> PathBuf {
@@ -286,105 +286,6 @@ fn a_record_damaged_after_indexing_fails_when_read() {
 }
 
 #[test]
-fn a_stale_index_is_rebuilt() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s");
-    let p = path.display().to_string();
-    write_shard(&path, &[b"aaaa".to_vec(), b"bb".to_vec()]);
-    // No index_dir: the index goes beside the (writable) data.
-    let spec = GlobalShuffleSpec::default();
-    let ds = || {
-        Dataset::tfrecord_global_shuffle([&p], spec.clone())
-            .unwrap()
-            .with_options(Options::default().with_seed(1))
-    };
-    assert_eq!(ds().collect().unwrap().len(), 2);
-    let beside = dir
-        .path()
-        .join(".sluice-index")
-        .join(format!("s{INDEX_SUFFIX}"));
-    assert!(beside.exists());
-    // The index is not a file the data's patterns match: reading them in order still works.
-    let in_order = Dataset::tfrecord([format!("{}/*", dir.path().display())]).unwrap();
-    assert_eq!(in_order.collect().unwrap().len(), 2);
-    let options = IndexOptions::default();
-    let loaded = record_index::load_or_build(&path, &options).unwrap();
-    assert_eq!(loaded.origin, IndexOrigin::Loaded(beside.clone()));
-    // Rewritten with other records (another size): rebuilt and rewritten.
-    write_shard(&path, &[b"x".to_vec(), b"".to_vec(), b"yyyyyyy".to_vec()]);
-    let data: Vec<Vec<u8>> = {
-        let mut v: Vec<Vec<u8>> = keys(&ds().collect().unwrap())
-            .into_iter()
-            .map(|k| k.3)
-            .collect();
-        v.sort();
-        v
-    };
-    assert_eq!(data, [b"".to_vec(), b"x".to_vec(), b"yyyyyyy".to_vec()]);
-    // Rewritten with the same size but other framing, and a new mtime: rebuilt too.
-    write_shard(&path, &[b"".to_vec(), b"xyyyyyyy".to_vec()]);
-    let later =
-        fs::metadata(&path).unwrap().modified().unwrap() + std::time::Duration::from_secs(5);
-    fs::File::options()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_modified(later)
-        .unwrap();
-    let rebuilt = record_index::load_or_build(&path, &options).unwrap();
-    assert_eq!(rebuilt.origin, IndexOrigin::Built(Some(beside.clone())));
-    assert_eq!(rebuilt.index.len(), 2);
-    assert_eq!(ds().collect().unwrap().len(), 2);
-    let loaded = record_index::load_or_build(&path, &options).unwrap();
-    assert_eq!(loaded.origin, IndexOrigin::Loaded(beside));
-}
-
-#[test]
-fn a_damaged_index_is_rebuilt() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s");
-    let records: Vec<Vec<u8>> = (0..10).map(|i| vec![i as u8; i]).collect();
-    write_shard(&path, &records);
-    let idx = dir.path().join("idx");
-    let options = IndexOptions {
-        index_dir: Some(idx.clone()),
-        ..Default::default()
-    };
-    let built = record_index::load_or_build(&path, &options).unwrap();
-    let IndexOrigin::Built(Some(file)) = built.origin else {
-        panic!("{:?}", built.origin)
-    };
-    assert!(file.starts_with(&idx));
-    let good = fs::read(&file).unwrap();
-    let damages: Vec<Vec<u8>> = vec![
-        {
-            let mut b = good.clone();
-            b[60] ^= 4; // a boundary
-            b
-        },
-        {
-            let mut b = good.clone();
-            b[0] = b'X'; // the magic
-            b
-        },
-        good[..good.len() - 9].to_vec(), // truncated
-        Vec::new(),
-    ];
-    for (i, bad) in damages.iter().enumerate() {
-        fs::write(&file, bad).unwrap();
-        let again = record_index::load_or_build(&path, &options).unwrap();
-        assert_eq!(again.origin, IndexOrigin::Built(Some(file.clone())), "{i}");
-        assert_eq!(fs::read(&file).unwrap(), good, "{i}");
-        fs::write(&file, bad).unwrap();
-        let p = path.display().to_string();
-        let got = global(&p, &idx, NumParallel::Fixed(2), 4)
-            .collect()
-            .unwrap();
-        assert_eq!(got.len(), 10, "{i}");
-    }
-}
-
-#[test]
 fn compressed_shards_are_refused() {
     let idx = tempfile::tempdir().unwrap();
     for (file, name) in [
@@ -408,7 +309,7 @@ fn compressed_shards_are_refused() {
     }
     // Named compression is refused without looking at the file.
     let path = fixtures().join("examples.tfrecord").display().to_string();
-    let reader = sluice_core::sources::tfrecord::TfRecordSpec {
+    let reader = TfRecordSpec {
         compression: Compression::Gzip,
         ..Default::default()
     };

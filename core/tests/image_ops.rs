@@ -220,7 +220,7 @@ fn fused_brightness_and_contrast_equal_the_two_ops() {
     for (i, dtype) in [DType::U8, DType::F32].into_iter().enumerate() {
         let pixels: Vec<u8> = (0..16 * 12 * 3).map(|v| (v * 37 % 251) as u8).collect();
         let img = Tensor::new(&[16, 12, 3], TensorData::U8(bytes::Bytes::from(pixels))).unwrap();
-        let img = sluice_core::image::color::cast(&img, dtype).unwrap();
+        let img = sluice_core::image::cast(&img, dtype).unwrap();
         let id = ElementId::new(0, i as u64);
         let fused = spec.run(&img, &mut key.element_rng(id)).unwrap();
         let mut rng = key.element_rng(id);

@@ -8,9 +8,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rand::RngCore;
+use sluice_core::prelude::{ChunkFn, MapChunksSpec};
 use sluice_core::rng::ElementRng;
-use sluice_core::stages::map_chunks::{ChunkFn, MapChunksSpec, MapChunksStage};
-use sluice_core::{Dataset, Element};
+use sluice_core::{Dataset, Element, MapChunksStage};
 use sluice_sdk::wire::decode_batch;
 use sluice_sdk::{Kind, PluginInfo};
 

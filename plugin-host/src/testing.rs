@@ -24,7 +24,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sluice_core::stages::map_chunks::MapChunksSpec;
+use sluice_core::prelude::MapChunksSpec;
 use sluice_core::{Dataset, Element, ElementId, NumParallel, Options, Tensor, TensorData, Value};
 
 use crate::error::{Error, Result};

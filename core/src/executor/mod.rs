@@ -2,4 +2,4 @@
 
 pub(crate) mod parallel;
 pub(crate) mod prefetch;
-pub mod shutdown;
+pub(crate) mod shutdown;

@@ -13,7 +13,7 @@ use crate::stages::image_ops_batch::FusedImageOpsBatch;
 use super::Rule;
 
 /// A `batch` whose input is an `image_ops` (with a deterministic order) becomes a
-/// [`FusedImageOpsBatch`]: each batch's rows are decoded and augmented in parallel, straight
+/// `FusedImageOpsBatch`: each batch's rows are decoded and augmented in parallel, straight
 /// into the batch's buffer, instead of each image being made on its own and then copied
 /// (tf.data's `map_and_batch_fusion`). The output is the same bits, errors and skips
 /// included; stats still show both stages. Off when

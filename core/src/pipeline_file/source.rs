@@ -51,7 +51,7 @@ pub struct SourceSpec {
     pub buffer_size: Option<usize>,
     /// Read every record of every file exactly once per epoch in a seeded global
     /// permutation, through record indexes
-    /// ([`global_shuffle`](crate::sources::global_shuffle)), instead of file after file.
+    /// ([`global_shuffle`](crate::Dataset::tfrecord_global_shuffle)), instead of file after file.
     /// The files must be uncompressed. Default false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub global_shuffle: bool,

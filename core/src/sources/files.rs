@@ -16,7 +16,7 @@ use crate::stream::{BoxStream, IterStream};
 use crate::tensor::Tensor;
 
 /// The name of the value a file-list element holds: the path, as a byte string.
-pub const FILENAME: &str = "filename";
+pub(crate) const FILENAME: &str = "filename";
 
 /// What the user writes for a file source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,8 +65,8 @@ impl FilesSpec {
         Ok(out)
     }
 
-    /// Resolves the patterns now into a [`FileList`] stage.
-    pub fn build_list(&self) -> Result<FileList> {
+    /// Resolves the patterns now into a `FileList` stage.
+    pub(crate) fn build_list(&self) -> Result<FileList> {
         Ok(FileList {
             files: Arc::new(self.resolve()?),
             shuffle: self.shuffle,
@@ -77,23 +77,18 @@ impl FilesSpec {
 /// A resolved file list: yields one element per file with the path as [`FILENAME`]; the
 /// element id's source is the file's position in the list.
 #[derive(Debug, Clone)]
-pub struct FileList {
+pub(crate) struct FileList {
     files: Arc<Vec<PathBuf>>,
     shuffle: bool,
 }
 
 impl FileList {
     /// A list of exactly these files.
-    pub fn new(files: Vec<PathBuf>, shuffle: bool) -> Self {
+    pub(crate) fn new(files: Vec<PathBuf>, shuffle: bool) -> Self {
         FileList {
             files: Arc::new(files),
             shuffle,
         }
-    }
-
-    /// The files, in their unshuffled order.
-    pub fn files(&self) -> &[PathBuf] {
-        &self.files
     }
 }
 
@@ -132,7 +127,7 @@ impl Stage for FileList {
 }
 
 /// The path held by a file-list element.
-pub fn filename_of(element: &Element) -> Result<String> {
+pub(crate) fn filename_of(element: &Element) -> Result<String> {
     let t = element
         .tensor(FILENAME)
         .and_then(|t| t.as_bytes_list())

@@ -92,7 +92,7 @@ const CHUNKS_AHEAD: usize = 2;
 /// Readers `auto` starts at most (reads of page-cached records need few threads).
 const AUTO_READERS: usize = 4;
 /// Shards kept open at once; with more, each read opens its shard.
-pub const MAX_OPEN_FILES: usize = 256;
+pub(crate) const MAX_OPEN_FILES: usize = 256;
 
 /// How global shuffle keeps its indexes and reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,7 +100,9 @@ pub const MAX_OPEN_FILES: usize = 256;
 pub struct GlobalShuffleSpec {
     /// Keep record indexes in this directory only. Default: beside each shard
     /// (`.sluice-index/<file>.sluice-index` in its directory), or in the cache directory
-    /// when the shard's directory is not writable (see [`record_index`]).
+    /// when the shard's directory is not writable (`$SLUICE_INDEX_DIR`, else
+    /// `$XDG_CACHE_HOME/sluice/index`, else `$HOME/.cache/sluice/index`, else
+    /// `<temp dir>/sluice-index`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_dir: Option<PathBuf>,
     /// Reader threads: a number, or `auto` (default: the CPU budget, at most 4). Also the
@@ -157,7 +159,7 @@ impl fmt::Debug for IndexCache {
 
 /// The running definition: a global shuffle over the TFRecord files of a file list.
 #[derive(Debug)]
-pub struct GlobalShuffleStage {
+pub(crate) struct GlobalShuffleStage {
     /// How to shuffle.
     pub spec: GlobalShuffleSpec,
     /// How each file is read (compression must be `auto` or `none`).
@@ -167,7 +169,7 @@ pub struct GlobalShuffleStage {
 
 impl GlobalShuffleStage {
     /// A global shuffle reading files with `reader`.
-    pub fn new(spec: GlobalShuffleSpec, reader: TfRecordSpec) -> Self {
+    pub(crate) fn new(spec: GlobalShuffleSpec, reader: TfRecordSpec) -> Self {
         GlobalShuffleStage {
             spec,
             reader,
@@ -179,7 +181,7 @@ impl GlobalShuffleStage {
 /// Global shuffle sources.
 impl Dataset {
     /// The records of the TFRecord files matching `patterns`, each exactly once per epoch,
-    /// in a seeded global permutation (see [`global_shuffle`](self)). The files must be
+    /// in a seeded global permutation (a [`Permutation`](crate::Permutation)). The files must be
     /// uncompressed.
     pub fn tfrecord_global_shuffle<S: AsRef<str>>(
         patterns: impl IntoIterator<Item = S>,

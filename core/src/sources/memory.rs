@@ -16,25 +16,17 @@ use crate::tensor::Tensor;
 /// A source of elements held in memory. Ids are their positions (source 0), unless the
 /// elements already carry ids (`keep_ids`).
 #[derive(Debug, Clone)]
-pub struct FromElements {
+pub(crate) struct FromElements {
     elements: Arc<Vec<Element>>,
     keep_ids: bool,
 }
 
 impl FromElements {
     /// A source yielding `elements` in order, with ids `0:0`, `0:1`, ...
-    pub fn new(elements: Vec<Element>) -> Self {
+    pub(crate) fn new(elements: Vec<Element>) -> Self {
         FromElements {
             elements: Arc::new(elements),
             keep_ids: false,
-        }
-    }
-
-    /// A source yielding `elements` with the ids they carry.
-    pub fn with_ids(elements: Vec<Element>) -> Self {
-        FromElements {
-            elements: Arc::new(elements),
-            keep_ids: true,
         }
     }
 }
@@ -116,7 +108,7 @@ fn one() -> i64 {
 }
 
 /// The name of the value `range` yields.
-pub const RANGE_VALUE: &str = "value";
+pub(crate) const RANGE_VALUE: &str = "value";
 
 impl Stage for RangeSpec {
     fn name(&self) -> &'static str {

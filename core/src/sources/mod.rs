@@ -1,9 +1,9 @@
 //! Sources: file lists, TFRecord files (in order, or globally shuffled through record
 //! indexes), in-memory elements and `range`.
 
-pub mod files;
-pub mod global_shuffle;
-pub mod memory;
-pub mod permutation;
-pub mod record_index;
-pub mod tfrecord;
+pub(crate) mod files;
+pub(crate) mod global_shuffle;
+pub(crate) mod memory;
+pub(crate) mod permutation;
+pub(crate) mod record_index;
+pub(crate) mod tfrecord;

@@ -14,7 +14,7 @@
 //! to come from any shard.
 //!
 //! ```
-//! use sluice_core::sources::permutation::Permutation;
+//! use sluice_core::Permutation;
 //!
 //! let p = Permutation::new(10, 42);
 //! let mut seen: Vec<u64> = (0..10).map(|i| p.apply(i)).collect();
@@ -26,7 +26,7 @@
 use crate::rng::{combine, mix};
 
 /// Rounds of the Feistel network.
-pub const ROUNDS: usize = 8;
+pub(crate) const ROUNDS: usize = 8;
 
 /// A keyed permutation of `[0, len)`. Copyable, 80 bytes, whatever `len` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,15 +54,15 @@ use sluice_proto::tfrecord::{Compression, FOOTER_LEN, HEADER_LEN, masked_crc32c}
 use crate::error::{Error, Result};
 
 /// The suffix of an index file.
-pub const INDEX_SUFFIX: &str = ".sluice-index";
+pub(crate) const INDEX_SUFFIX: &str = ".sluice-index";
 /// The subdirectory of a data directory that holds the indexes of its files.
-pub const BESIDE_DIR: &str = ".sluice-index";
+pub(crate) const BESIDE_DIR: &str = ".sluice-index";
 /// The first 8 bytes of an index file.
-pub const MAGIC: [u8; 8] = *b"SLUICEIX";
+pub(crate) const MAGIC: [u8; 8] = *b"SLUICEIX";
 /// The format version this build reads and writes.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 /// Bytes of the fixed header (before the boundaries).
-pub const HEADER_BYTES: usize = 40;
+pub(crate) const HEADER_BYTES: usize = 40;
 /// Bytes of framing per record (header and footer).
 const FRAMING: u64 = (HEADER_LEN + FOOTER_LEN) as u64;
 /// Read buffer of a scan.
@@ -70,13 +70,13 @@ const SCAN_BUFFER: usize = 1 << 20;
 
 /// The records of one shard: `N + 1` boundaries (see the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordIndex {
+pub(crate) struct RecordIndex {
     bounds: Vec<u64>,
 }
 
 /// What identifies a version of a data file: its size and modification time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
+pub(crate) struct FileStamp {
     /// Size in bytes.
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch (0 if unknown).
@@ -85,7 +85,7 @@ pub struct FileStamp {
 
 impl FileStamp {
     /// The stamp of the file at `path` now.
-    pub fn of(path: &Path) -> io::Result<FileStamp> {
+    pub(crate) fn of(path: &Path) -> io::Result<FileStamp> {
         let meta = fs::metadata(path)?;
         let mtime_ns = meta
             .modified()
@@ -103,7 +103,7 @@ impl FileStamp {
 impl RecordIndex {
     /// An index from record boundaries (`N + 1` values; see the [module docs](self)).
     /// `None` if they are not boundaries of a TFRecord file of `size` bytes.
-    pub fn from_bounds(bounds: Vec<u64>, size: u64) -> Option<RecordIndex> {
+    pub(crate) fn from_bounds(bounds: Vec<u64>, size: u64) -> Option<RecordIndex> {
         let ok = bounds.first() == Some(&0)
             && bounds.last() == Some(&size)
             && bounds
@@ -113,13 +113,8 @@ impl RecordIndex {
     }
 
     /// The number of records.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.bounds.len() as u64 - 1
-    }
-
-    /// Whether the shard has no records.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Record `i`: the offset of its header and the length of its data.
@@ -127,24 +122,14 @@ impl RecordIndex {
     /// # Panics
     /// If `i >= len()`.
     #[inline]
-    pub fn record(&self, i: u64) -> (u64, u64) {
+    pub(crate) fn record(&self, i: u64) -> (u64, u64) {
         let i = i as usize;
         let start = self.bounds[i];
         (start, self.bounds[i + 1] - start - FRAMING)
     }
 
-    /// The boundaries.
-    pub fn bounds(&self) -> &[u64] {
-        &self.bounds
-    }
-
-    /// Bytes this index takes in memory (its boundaries).
-    pub fn memory_bytes(&self) -> usize {
-        self.bounds.len() * 8
-    }
-
     /// The index file's bytes for a data file with `stamp`.
-    pub fn encode(&self, stamp: FileStamp) -> Vec<u8> {
+    pub(crate) fn encode(&self, stamp: FileStamp) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_BYTES + 8 * self.bounds.len() + 4);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
@@ -162,7 +147,7 @@ impl RecordIndex {
 
     /// Reads an index file's bytes, for the data file as it is now (`stamp`). The error
     /// says why the index cannot be used (it is then rebuilt).
-    pub fn decode(bytes: &[u8], stamp: FileStamp) -> Result<RecordIndex, &'static str> {
+    pub(crate) fn decode(bytes: &[u8], stamp: FileStamp) -> Result<RecordIndex, &'static str> {
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8"));
         if bytes.len() < HEADER_BYTES + 8 + 4 || bytes[..8] != MAGIC {
             return Err("not a Sluice record index");
@@ -196,7 +181,7 @@ impl RecordIndex {
 
 /// How to find, build and keep indexes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexOptions {
+pub(crate) struct IndexOptions {
     /// Keep indexes in this directory only (see the [module docs](self)). Default: beside
     /// the data, else the cache directory.
     pub index_dir: Option<PathBuf>,
@@ -223,7 +208,7 @@ impl Default for IndexOptions {
 /// A record that could not be read while scanning: which, where, and the reader's error
 /// (TensorFlow's wording, naming the file and offset).
 #[derive(Debug)]
-pub struct Damage {
+pub(crate) struct Damage {
     /// The record's index in the shard.
     pub index: u64,
     /// The offset of the record's header.
@@ -234,7 +219,7 @@ pub struct Damage {
 
 /// Where an index came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IndexOrigin {
+pub(crate) enum IndexOrigin {
     /// Read from this index file.
     Loaded(PathBuf),
     /// Built by scanning the shard; written to this file (`None`: not written, because the
@@ -244,10 +229,11 @@ pub enum IndexOrigin {
 
 /// A shard's index, as [`load_or_build`] gives it.
 #[derive(Debug)]
-pub struct IndexedFile {
+pub(crate) struct IndexedFile {
     /// The records that can be located. With damage, those before it.
     pub index: Arc<RecordIndex>,
     /// Where the index came from.
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by unit tests only"))]
     pub origin: IndexOrigin,
     /// The stamp of the data file when it was indexed.
     pub stamp: FileStamp,
@@ -260,7 +246,7 @@ pub struct IndexedFile {
 
 /// The index file of `data` in `dir` (the cache layout: a hash of the absolute path, then
 /// the file name).
-pub fn cached_index_path(dir: &Path, data: &Path) -> PathBuf {
+pub(crate) fn cached_index_path(dir: &Path, data: &Path) -> PathBuf {
     let absolute = fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
     let hash = sha2::Sha256::digest(absolute.to_string_lossy().as_bytes());
     let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
@@ -272,7 +258,7 @@ pub fn cached_index_path(dir: &Path, data: &Path) -> PathBuf {
 }
 
 /// The default cache directory for indexes of read-only data (see the [module docs](self)).
-pub fn default_cache_dir() -> PathBuf {
+pub(crate) fn default_cache_dir() -> PathBuf {
     let var = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -291,7 +277,7 @@ pub fn default_cache_dir() -> PathBuf {
 }
 
 /// Where the index of `data` may be, in the order they are tried.
-pub fn index_locations(data: &Path, index_dir: Option<&Path>) -> Vec<PathBuf> {
+pub(crate) fn index_locations(data: &Path, index_dir: Option<&Path>) -> Vec<PathBuf> {
     match index_dir {
         Some(dir) => vec![cached_index_path(dir, data)],
         None => {
@@ -312,7 +298,7 @@ pub fn index_locations(data: &Path, index_dir: Option<&Path>) -> Vec<PathBuf> {
 /// A GZIP or ZLIB shard is refused ([`Error::CompressedShard`]): a compressed stream cannot
 /// be read at an offset. A damaged record is not an error here: it is
 /// [`IndexedFile::damage`], for the caller to report with its context.
-pub fn load_or_build(path: &Path, options: &IndexOptions) -> Result<IndexedFile> {
+pub(crate) fn load_or_build(path: &Path, options: &IndexOptions) -> Result<IndexedFile> {
     let name = path.display().to_string();
     let io_err = |error: io::Error| Error::Io {
         path: path.to_path_buf(),

@@ -18,7 +18,7 @@ use crate::stage::{Arity, OpenFn, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
 /// Reads TFRecord files (`tf.data.TFRecordDataset`): each record becomes an element with
-/// one scalar byte string named [`crate::element::RECORD`], id (file index, record index)
+/// one scalar byte string named `record`, id (file index, record index)
 /// and provenance (file, offset). Its input is a file list; `interleave` reads several
 /// files at once instead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,7 +207,7 @@ impl Stage for TfRecordSpec {
 /// One TFRecord file as a source: its records, with ids `(file_index, record index)`. The
 /// sub-dataset `interleave` reads for each file of a `tfrecord` source.
 #[derive(Debug, Clone)]
-pub struct TfRecordFile {
+pub(crate) struct TfRecordFile {
     path: String,
     file_index: u64,
     spec: TfRecordSpec,

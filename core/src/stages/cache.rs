@@ -107,14 +107,14 @@ impl Spec for CacheSpec {
 
 /// The running definition: the spec plus the in-memory contents once a pass completed.
 #[derive(Debug)]
-pub struct CacheStage {
+pub(crate) struct CacheStage {
     spec: CacheSpec,
     memory: Arc<Mutex<Option<Arc<Vec<Element>>>>>,
 }
 
 impl CacheStage {
     /// A cache stage.
-    pub fn new(spec: CacheSpec) -> Self {
+    pub(crate) fn new(spec: CacheSpec) -> Self {
         CacheStage {
             spec,
             memory: Arc::default(),

@@ -45,7 +45,7 @@ use crate::tensor::{DType, Tensor};
 /// [module docs](self)). Stats, errors and `explain` still show both stages: this one as
 /// `batch`, its input as `image_ops`, doing the work.
 #[derive(Debug, Clone)]
-pub struct FusedImageOpsBatch {
+pub(crate) struct FusedImageOpsBatch {
     /// The `batch` as written.
     pub batch: BatchSpec,
 }

@@ -109,7 +109,7 @@ impl Spec for InterleaveSpec {
 /// with [`Dataset::interleave_with`](crate::Dataset::interleave_with), it opens what the
 /// function returns, over any dataset.
 #[derive(Clone)]
-pub struct InterleaveStage {
+pub(crate) struct InterleaveStage {
     /// How to interleave.
     pub spec: InterleaveSpec,
     /// Opens the sub-dataset of an input element; `None` until the optimizer gives it the
@@ -131,7 +131,7 @@ impl std::fmt::Debug for InterleaveStage {
 
 impl InterleaveStage {
     /// An interleave of the files of the file source it follows (see the type's docs).
-    pub fn of_files(spec: InterleaveSpec) -> Self {
+    pub(crate) fn of_files(spec: InterleaveSpec) -> Self {
         InterleaveStage {
             spec,
             open: None,
@@ -142,7 +142,7 @@ impl InterleaveStage {
     /// An interleave of the sub-datasets `open` makes of each input element; `label` names
     /// the function in fingerprints (change it to invalidate caches when the function
     /// changes).
-    pub fn with_fn(spec: InterleaveSpec, open: OpenFn, label: impl Into<String>) -> Self {
+    pub(crate) fn with_fn(spec: InterleaveSpec, open: OpenFn, label: impl Into<String>) -> Self {
         InterleaveStage {
             spec,
             open: Some(open),

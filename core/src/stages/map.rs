@@ -56,11 +56,12 @@ impl MapSpec {
 
 /// The function of a map or filter stage. Receives the element and its RNG (keyed by
 /// seed, epoch, stage and element id); `Ok(None)` drops the element.
-pub type ElementFn = Arc<dyn Fn(Element, &mut ElementRng) -> Result<Option<Element>> + Send + Sync>;
+pub(crate) type ElementFn =
+    Arc<dyn Fn(Element, &mut ElementRng) -> Result<Option<Element>> + Send + Sync>;
 
 /// A running `map` or `filter` definition: a spec and a function.
 #[derive(Clone)]
-pub struct MapStage {
+pub(crate) struct MapStage {
     pub(crate) spec: MapSpec,
     pub(crate) f: ElementFn,
     pub(crate) kind: &'static str,
@@ -79,7 +80,12 @@ impl std::fmt::Debug for MapStage {
 
 impl MapStage {
     /// A map or filter stage.
-    pub fn new(kind: &'static str, spec: MapSpec, f: ElementFn, label: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        kind: &'static str,
+        spec: MapSpec,
+        f: ElementFn,
+        label: impl Into<String>,
+    ) -> Self {
         MapStage {
             spec,
             f,

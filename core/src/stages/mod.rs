@@ -1,26 +1,26 @@
 //! The built-in stages, one per file, each a serde `*Spec` (what the user writes) that is
 //! also the [`Stage`](crate::Stage) whose `build` starts it.
 
-pub mod batch;
-pub mod cache;
-pub mod concatenate;
-pub mod image_ops;
-pub mod image_ops_batch;
+pub(crate) mod batch;
+pub(crate) mod cache;
+pub(crate) mod concatenate;
+pub(crate) mod image_ops;
+pub(crate) mod image_ops_batch;
 mod image_ops_validate;
-pub mod interleave;
-pub mod map;
-pub mod map_chunks;
-pub mod padded_batch;
-pub mod parse_example;
-pub mod prefetch;
-pub mod repeat;
-pub mod sample_from;
-pub mod shard;
-pub mod shuffle;
-pub mod skip;
-pub mod take;
-pub mod unbatch;
-pub mod zip;
+pub(crate) mod interleave;
+pub(crate) mod map;
+pub(crate) mod map_chunks;
+pub(crate) mod padded_batch;
+pub(crate) mod parse_example;
+pub(crate) mod prefetch;
+pub(crate) mod repeat;
+pub(crate) mod sample_from;
+pub(crate) mod shard;
+pub(crate) mod shuffle;
+pub(crate) mod skip;
+pub(crate) mod take;
+pub(crate) mod unbatch;
+pub(crate) mod zip;
 
 use crate::error::{Error, Result};
 use crate::run::Input;
