@@ -483,9 +483,16 @@ proptest! {
     }
 
     /// One flipped byte in a GZIP or ZLIB file gives an error, or the original records:
-    /// never different data. Records before the error are the original ones. (A flip can be
-    /// harmless: a GZIP mtime, a ZLIB level, padding bits, or a back-reference distance
-    /// that copies the same bytes in repetitive data.)
+    /// never data that was not written. (A flip can be harmless: a GZIP mtime, a ZLIB
+    /// level, padding bits, or a back-reference distance that copies the same bytes in
+    /// repetitive data.) What a stream cannot promise: a damaged back-reference makes the
+    /// decompressor repeat bytes it produced before, and when those are whole records they
+    /// come back again, each with its right CRCs, before the damage shows (the stream's
+    /// checksum, or the next record's); then the stream ends with an error. So every
+    /// record returned is a written one, and the records all come back, in order, exactly
+    /// when there is no error. (Found by this test: ZLIB records `[146, 112, 48, 169]` and
+    /// `[]`, byte 30 of 35 flipped by 121, gives the empty record four more times, then
+    /// `corrupted record at 84`.)
     #[test]
     fn a_flipped_byte_in_a_compressed_file_never_changes_the_records(
         records in records(1..8),
@@ -498,8 +505,15 @@ proptest! {
         file[at] ^= xor;
         for read_as in [compressed_with, Compression::Auto] {
             let got = read(&file, with(read_as));
-            assert_prefix(&got, &records)?;
+            for r in &got.records {
+                prop_assert!(
+                    records.iter().any(|w| w[..] == r.data[..]),
+                    "a record that was not written: {:?}",
+                    &r.data[..]
+                );
+            }
             if got.error.is_none() {
+                assert_prefix(&got, &records)?;
                 prop_assert_eq!(got.records.len(), records.len(), "records dropped silently");
             }
         }
