@@ -357,38 +357,24 @@ fn a_starved_prefetch_passes_the_blame_to_the_slow_stage_above_it() {
 #[test]
 fn buffers_and_caches_respect_the_ram_budget() {
     let budget = Options::default().with_ram_budget(10_000);
-    let err = Dataset::range(0, 100_000)
-        .shuffle(50_000)
-        .with_options(budget.clone())
-        .collect()
-        .unwrap_err();
-    assert!(
-        matches!(
-            err.root(),
-            Error::ResourceExhausted {
-                budget: "ram_budget",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert_eq!(err.kind(), ErrorKind::ResourceExhausted);
-    let err = Dataset::range(0, 100_000)
-        .cache(CacheSpec::Memory)
-        .with_options(budget.clone())
-        .collect()
-        .unwrap_err();
-    assert!(
-        matches!(
-            err.root(),
-            Error::ResourceExhausted {
-                budget: "ram_budget",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert_eq!(err.kind(), ErrorKind::ResourceExhausted);
+    for over in [
+        Dataset::range(0, 100_000).shuffle(50_000),
+        Dataset::range(0, 100_000).cache(CacheSpec::Memory),
+    ] {
+        let err = over.with_options(budget.clone()).collect().unwrap_err();
+        assert!(
+            matches!(
+                err.root(),
+                Error::ResourceExhausted {
+                    budget: "ram_budget",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(err.kind(), ErrorKind::ResourceExhausted);
+        assert!(err.to_string().contains("raise `ram_budget`"), "{err}");
+    }
     // Within the budget both work.
     assert_eq!(
         Dataset::range(0, 100)

@@ -253,7 +253,12 @@ fn malformed(record: &Bytes, index: usize, scanner: Malformed) -> Error {
     ))
 }
 
-fn type_mismatch(key: &str, spec: &FeatureSpec, index: usize, got: FeatureType) -> Error {
+pub(super) fn type_mismatch(
+    key: &str,
+    spec: &FeatureSpec,
+    index: usize,
+    got: FeatureType,
+) -> Error {
     let want = spec.dtype();
     Error::data_of(
         key,
@@ -272,7 +277,7 @@ fn type_mismatch(key: &str, spec: &FeatureSpec, index: usize, got: FeatureType) 
     )
 }
 
-fn missing(key: &str, want: FeatureType) -> Error {
+pub(super) fn missing(key: &str, want: FeatureType) -> Error {
     Error::data_of(
         key,
         format!(
@@ -282,7 +287,13 @@ fn missing(key: &str, want: FeatureType) -> Error {
     )
 }
 
-fn wrong_count(key: &str, index: usize, want: FeatureType, count: usize, shape: &[usize]) -> Error {
+pub(super) fn wrong_count(
+    key: &str,
+    index: usize,
+    want: FeatureType,
+    count: usize,
+    shape: &[usize],
+) -> Error {
     Error::data_of(
         key,
         format!(

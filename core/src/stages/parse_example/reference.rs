@@ -9,7 +9,8 @@ use bytes::Bytes;
 use sluice_proto::example::{Feature, feature::Kind};
 use sluice_proto::{Example, TfMessage};
 
-use super::{FeatureSpec, FeatureType, ParseExampleSpec, default_tensor, shape_str};
+use super::columns::{missing, type_mismatch, wrong_count};
+use super::{FeatureSpec, FeatureType, ParseExampleSpec, default_tensor};
 use crate::element::{Value, batch_values};
 use crate::error::{Error, Result};
 use crate::tensor::{Shape, Tensor, TensorData};
@@ -111,21 +112,7 @@ fn parse_feature(
     if let Some(k) = kind {
         let got = kind_type(k);
         if got != want {
-            return Err(Error::data_of(
-                key,
-                match spec {
-                    FeatureSpec::FixedLen { .. } => format!(
-                        "Key: {key}, Index: {index}.  Data types don't match. Data type: {} but expected type: {}",
-                        got.tf_name(),
-                        want.tf_name()
-                    ),
-                    FeatureSpec::VarLen { .. } => format!(
-                        "Key: {key}, Index: {index}.  Data types don't match. Expected type: {}, Actual type: {}",
-                        want.tf_name(),
-                        got.tf_name()
-                    ),
-                },
-            ));
+            return Err(type_mismatch(key, spec, index, got));
         }
     }
     match spec {
@@ -138,31 +125,13 @@ fn parse_feature(
             let n: usize = shape.iter().product();
             if feature.is_none() {
                 let Some(default) = default else {
-                    return Err(Error::data_of(
-                        key,
-                        format!(
-                            "Feature: {key} (data type: {}) is required but could not be found.",
-                            want.tf_name()
-                        ),
-                    ));
+                    return Err(missing(key, want));
                 };
                 return default_tensor(key, *dtype, shape, default);
             }
             let values = values_of(kind, *dtype);
             if values.len() != n {
-                return Err(Error::data_of(
-                    key,
-                    format!(
-                        "Key: {key}, Index: {index}.  Number of {} values != expected.  Values size: {} but output shape: {}",
-                        match want {
-                            FeatureType::String => "bytes",
-                            FeatureType::Float => "float",
-                            FeatureType::Int64 => "int64",
-                        },
-                        values.len(),
-                        shape_str(shape)
-                    ),
-                ));
+                return Err(wrong_count(key, index, want, values.len(), shape));
             }
             Ok(Tensor::new(shape, values)?)
         }
