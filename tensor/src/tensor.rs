@@ -118,6 +118,14 @@ impl<T: Poolable> Shared<T> {
     }
 }
 
+impl<T: Poolable> Shared<T> {
+    /// Whether this is the only reference to the buffer: no clone or slice of it is
+    /// alive elsewhere (so a front end may hand the memory out as writable).
+    pub fn is_unique(&self) -> bool {
+        Arc::strong_count(&self.buf) == 1 && Arc::weak_count(&self.buf) == 0
+    }
+}
+
 impl<T: Poolable + Clone> Shared<T> {
     /// The values as an owned vector (without copying when this is the only reference to
     /// the whole buffer).

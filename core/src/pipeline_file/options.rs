@@ -59,6 +59,13 @@ impl OptionsSpec {
         o
     }
 
+    /// Checks the values (also done when a pipeline file is built), for options given by
+    /// another front end (the Python package). The error names the key.
+    pub fn validate(&self) -> crate::Result<()> {
+        self.check()
+            .map_err(|p| crate::Error::invalid(format!("{}: {}", p.path_display(), p.message)))
+    }
+
     pub(super) fn check(&self) -> Result<(), Problem> {
         let at = |key: &str| vec![Seg::name("options"), Seg::name(key)];
         if self.cpu_budget == Some(0) {

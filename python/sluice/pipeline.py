@@ -1,0 +1,701 @@
+"""Pipelines: what to read, the stages, the options; and their iterators."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+import numpy as np
+
+from . import _sluice
+from .errors import InvalidArgumentError
+
+__all__ = [
+    "Pipeline",
+    "PipelineIterator",
+    "TensorSpec",
+    "tfrecord",
+    "from_tensor_slices",
+    "from_generator",
+]
+
+NumParallel = Union[int, str, None]
+Element = Dict[str, Any]
+
+_OPTION_KEYS = ("seed", "cpu_budget", "ram_budget", "error_policy", "map_and_batch_fusion")
+
+
+def _num_parallel(value: NumParallel) -> Optional[Union[int, str]]:
+    if value is None or isinstance(value, (int, str)):
+        return value
+    raise InvalidArgumentError(
+        f"num_parallel must be an int, 'auto' or 'sequential', not {value!r}"
+    )
+
+
+class Pipeline:
+    """A pipeline: a source, its stages and its options. Immutable: every method returns a
+    new pipeline, as ``tf.data.Dataset``'s do.
+
+    Iterating a pipeline runs one epoch and yields one ``dict`` per element (or batch):
+    feature name -> ``numpy.ndarray``. Numeric arrays are the buffers Rust wrote (no copy);
+    byte strings are object arrays of ``bytes``; variable-length features are lists of
+    arrays, one per row (``padded_batch`` makes them dense).
+
+    Make one with :func:`sluice.tfrecord`, :meth:`Pipeline.from_toml`,
+    :func:`sluice.from_tensor_slices` or :func:`sluice.from_generator`.
+    """
+
+    def __init__(
+        self,
+        _source: "_sluice.Source",
+        _ops: Tuple[tuple, ...] = (),
+        _options: Optional[Dict[str, Any]] = None,
+        _data_dir: Optional[str] = None,
+        _plugin_dir: Optional[str] = None,
+        _shard: Optional[Tuple[int, int]] = None,
+    ) -> None:
+        self._source = _source
+        self._ops = tuple(_ops)
+        self._options = dict(_options or {})
+        self._data_dir = _data_dir
+        self._plugin_dir = _plugin_dir
+        self._shard = _shard
+        self._built: Optional[_sluice.Built] = None
+
+    # -- making pipelines ------------------------------------------------------------
+
+    @staticmethod
+    def from_toml(
+        path_or_text: Union[str, "os.PathLike[str]"],
+        data: Optional[Union[str, "os.PathLike[str]"]] = None,
+        plugin_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+        **options: Any,
+    ) -> "Pipeline":
+        """A pipeline file, as ``sluice run`` reads it: a path to a ``.toml`` file, or the
+        TOML text itself. Mistakes raise :class:`InvalidArgumentError` with the line and
+        column (also as ``error.line``/``error.column``), exactly as ``sluice run`` words
+        them.
+
+        ``data`` replaces the source's ``dir`` (``sluice run --data``), ``plugin_dir`` looks
+        plugins up by file name there (``--plugin-dir``), and ``options`` (``seed``,
+        ``cpu_budget``, ``ram_budget``, ``error_policy``, ``map_and_batch_fusion``) override
+        the file's ``[options]``.
+        """
+        text = os.fspath(path_or_text)
+        looks_like_toml = "\n" in text or "[" in text or "=" in text
+        if not looks_like_toml or os.path.isfile(text):
+            source = _sluice.source_toml_file(text)
+        else:
+            source = _sluice.source_toml_text(text)
+        pipeline = Pipeline(
+            source,
+            _data_dir=os.fspath(data) if data is not None else None,
+            _plugin_dir=os.fspath(plugin_dir) if plugin_dir is not None else None,
+        )
+        return pipeline.options(**options) if options else pipeline
+
+    def _then(self, op: tuple) -> "Pipeline":
+        return Pipeline(
+            self._source,
+            self._ops + (op,),
+            self._options,
+            self._data_dir,
+            self._plugin_dir,
+            self._shard,
+        )
+
+    def stage(self, kind: str, **params: Any) -> "Pipeline":
+        """This pipeline followed by a stage of the registry, given as in a ``[[stage]]``
+        table of a pipeline file (``kind`` and its keys). Checked now: a wrong key or value
+        raises :class:`InvalidArgumentError` naming it. The named methods below are this
+        with their parameters spelt out."""
+        spec = {"kind": kind}
+        spec.update({k: v for k, v in params.items() if v is not None})
+        return self._then(("stage", _sluice.check_stage(json.dumps(spec))))
+
+    def shard(self, num_shards: int, index: int) -> "Pipeline":
+        """Every ``num_shards``-th element starting at ``index`` (``Dataset.shard``). Right
+        after the source it is pushed down to whole files when each shard gets files."""
+        return self.stage("shard", num_shards=num_shards, index=index)
+
+    def interleave(
+        self,
+        cycle_length: int = 4,
+        block_length: int = 1,
+        num_parallel: NumParallel = None,
+        deterministic: bool = True,
+    ) -> "Pipeline":
+        """Reads ``cycle_length`` of the source's files at once, ``block_length`` records
+        from each in turn (``Dataset.interleave`` over files). Right after the source (or a
+        ``shard``). ``num_parallel``: threads reading files (int, ``"auto"``)."""
+        return self.stage(
+            "interleave",
+            cycle_length=cycle_length,
+            block_length=block_length,
+            num_parallel=_num_parallel(num_parallel),
+            deterministic=deterministic,
+        )
+
+    def shuffle(
+        self,
+        buffer_size: int,
+        seed: Optional[int] = None,
+        reshuffle_each_epoch: bool = True,
+    ) -> "Pipeline":
+        """Shuffles through a buffer of ``buffer_size`` elements (``Dataset.shuffle``),
+        seeded by ``seed`` or the pipeline's seed."""
+        return self.stage(
+            "shuffle",
+            buffer_size=buffer_size,
+            seed=seed,
+            reshuffle_each_epoch=reshuffle_each_epoch,
+        )
+
+    def parse_example(
+        self,
+        features: Mapping[str, Union[str, Mapping[str, Any]]],
+        input: Optional[str] = None,
+    ) -> "Pipeline":
+        """Parses ``tf.train.Example`` records (``tf.io.parse_example``). ``features``:
+        name -> dtype (``"int64"``, ``"float"``, ``"string"``) or a table as in a pipeline
+        file: ``{"dtype": "float", "shape": [3], "default": 0.0, "kind": "var_len"}``."""
+        table = {
+            name: ({"dtype": spec} if isinstance(spec, str) else dict(spec))
+            for name, spec in features.items()
+        }
+        return self.stage("parse_example", features=table, input=input)
+
+    def image_ops(
+        self,
+        ops: Sequence[Mapping[str, Any]],
+        num_parallel: NumParallel = None,
+        input: Optional[str] = None,
+        output: Optional[str] = None,
+        deterministic: Optional[bool] = None,
+    ) -> "Pipeline":
+        """Image ops on the feature ``input`` (default ``image``), in order: each a dict
+        as in a pipeline file, e.g. ``{"op": "decode", "channels": 3}``,
+        ``{"op": "random_crop", "height": 224, "width": 224}``."""
+        return self.stage(
+            "image_ops",
+            ops=[dict(op) for op in ops],
+            num_parallel=_num_parallel(num_parallel),
+            input=input,
+            output=output,
+            deterministic=deterministic,
+        )
+
+    def _plugin(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        config: Optional[Mapping[str, Any]],
+        num_parallel: NumParallel,
+        chunk_size: Optional[int],
+        deterministic: Optional[bool],
+        limits: Optional[Mapping[str, Any]],
+    ) -> "Pipeline":
+        return self.stage(
+            "plugin",
+            path=os.fspath(path),
+            config=dict(config or {}),
+            num_parallel=_num_parallel(num_parallel),
+            chunk_size=chunk_size,
+            deterministic=deterministic,
+            limits=dict(limits) if limits else None,
+        )
+
+    def map_plugin(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        config: Optional[Mapping[str, Any]] = None,
+        num_parallel: NumParallel = None,
+        chunk_size: Optional[int] = None,
+        deterministic: Optional[bool] = None,
+        limits: Optional[Mapping[str, Any]] = None,
+    ) -> "Pipeline":
+        """Runs a map plugin (a native library ``.so``/``.dylib``/``.dll``, or a WASM module
+        ``.wasm``/``.wat`` run sandboxed under ``limits`` such as ``{"memory": "256MiB",
+        "time_ms": 1000}``) with its ``config``. Loaded when the pipeline is built."""
+        return self._plugin(path, config, num_parallel, chunk_size, deterministic, limits)
+
+    def filter_plugin(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        config: Optional[Mapping[str, Any]] = None,
+        num_parallel: NumParallel = None,
+        chunk_size: Optional[int] = None,
+        deterministic: Optional[bool] = None,
+        limits: Optional[Mapping[str, Any]] = None,
+    ) -> "Pipeline":
+        """Runs a filter plugin (one that keeps or drops each element); parameters as
+        :meth:`map_plugin`. A plugin declares whether it maps or filters: both methods run
+        the pipeline file's ``plugin`` stage, and either name reads well in code."""
+        return self._plugin(path, config, num_parallel, chunk_size, deterministic, limits)
+
+    def map(
+        self,
+        fn: Callable[..., Mapping[str, Any]],
+        num_parallel: NumParallel = None,
+        deterministic: bool = True,
+        with_seed: bool = False,
+    ) -> "Pipeline":
+        """Applies a Python function to every element: ``fn(element) -> dict``
+        (``fn(element, seed)`` with ``with_seed=True``: a seed fixed by the pipeline's seed,
+        the epoch and the element, for reproducible random transforms).
+
+        Slower than built-in stages and plugins: the function holds the GIL, so calls run
+        one at a time whatever ``num_parallel`` says (the stages around it still run in
+        parallel). Use it for what no built-in stage or plugin covers."""
+        if not callable(fn):
+            raise InvalidArgumentError(f"map: {fn!r} is not callable")
+        np_json = json.dumps(_num_parallel(num_parallel) or "sequential")
+        return self._then(("map", fn, np_json, bool(deterministic), bool(with_seed)))
+
+    def filter(
+        self,
+        predicate: Callable[..., Any],
+        num_parallel: NumParallel = None,
+        deterministic: bool = True,
+        with_seed: bool = False,
+    ) -> "Pipeline":
+        """Keeps the elements for which ``predicate(element)`` is true (see :meth:`map` for
+        the cost of Python code)."""
+        if not callable(predicate):
+            raise InvalidArgumentError(f"filter: {predicate!r} is not callable")
+        np_json = json.dumps(_num_parallel(num_parallel) or "sequential")
+        return self._then(("filter", predicate, np_json, bool(deterministic), bool(with_seed)))
+
+    def batch(
+        self,
+        batch_size: int,
+        drop_remainder: bool = False,
+        num_parallel: NumParallel = None,
+        deterministic: Optional[bool] = None,
+    ) -> "Pipeline":
+        """Stacks ``batch_size`` consecutive elements into one (``Dataset.batch``)."""
+        return self.stage(
+            "batch",
+            batch_size=batch_size,
+            drop_remainder=drop_remainder,
+            num_parallel=_num_parallel(num_parallel),
+            deterministic=deterministic,
+        )
+
+    def padded_batch(
+        self,
+        batch_size: int,
+        padded_shapes: Optional[Mapping[str, Sequence[Optional[int]]]] = None,
+        padding_values: Optional[Mapping[str, Any]] = None,
+        drop_remainder: bool = False,
+    ) -> "Pipeline":
+        """Batches elements of different shapes, padding each value to ``padded_shapes``
+        (per name; ``None`` in a dimension: the batch's largest) with ``padding_values``
+        (default 0 or ``b""``) (``Dataset.padded_batch``)."""
+        shapes = None
+        if padded_shapes is not None:
+            shapes = {
+                name: ["max" if d is None else d for d in dims]
+                for name, dims in padded_shapes.items()
+            }
+        values = None
+        if padding_values is not None:
+            values = {
+                k: (v.decode() if isinstance(v, bytes) else v) for k, v in padding_values.items()
+            }
+        return self.stage(
+            "padded_batch",
+            batch_size=batch_size,
+            padded_shapes=shapes,
+            padding_values=values,
+            drop_remainder=drop_remainder,
+        )
+
+    def unbatch(self) -> "Pipeline":
+        """Splits batches back into elements (``Dataset.unbatch``)."""
+        return self.stage("unbatch")
+
+    def cache(self, directory: Optional[Union[str, "os.PathLike[str]"]] = None) -> "Pipeline":
+        """Keeps the first epoch's elements (in memory, or in ``directory``) and replays
+        them in later epochs (``Dataset.cache``)."""
+        return self.stage("cache", directory=os.fspath(directory) if directory else None)
+
+    def prefetch(self, buffer_size: Union[int, str] = "auto") -> "Pipeline":
+        """Prepares up to ``buffer_size`` elements ahead on a thread of its own
+        (``"auto"``: tuned within the RAM budget)."""
+        return self.stage("prefetch", buffer_size=buffer_size)
+
+    def repeat(self, count: Optional[int] = None) -> "Pipeline":
+        """Repeats the input ``count`` times (``None``: forever), reshuffling each pass."""
+        return self.stage("repeat", count=count)
+
+    def take(self, count: int) -> "Pipeline":
+        """The first ``count`` elements."""
+        return self.stage("take", count=count)
+
+    def skip(self, count: int) -> "Pipeline":
+        """All but the first ``count`` elements."""
+        return self.stage("skip", count=count)
+
+    def options(
+        self,
+        seed: Optional[int] = None,
+        cpu_budget: Optional[int] = None,
+        ram_budget: Optional[Union[int, str]] = None,
+        error_policy: Optional[str] = None,
+        map_and_batch_fusion: Optional[bool] = None,
+    ) -> "Pipeline":
+        """The pipeline with these options (the others kept): ``seed`` fixes every random
+        decision (bit-identical output at any parallelism); ``cpu_budget`` caps worker
+        threads per stage; ``ram_budget`` (bytes, or ``"4GiB"``) caps buffers and caches;
+        ``error_policy`` is ``"fail"`` or ``"skip"`` (skipped elements are counted in
+        :meth:`stats`)."""
+        given = {
+            "seed": seed,
+            "cpu_budget": cpu_budget,
+            "ram_budget": ram_budget,
+            "error_policy": error_policy,
+            "map_and_batch_fusion": map_and_batch_fusion,
+        }
+        given = {k: v for k, v in given.items() if v is not None}
+        _sluice.check_options(json.dumps(given))
+        merged = dict(self._options)
+        merged.update(given)
+        return Pipeline(
+            self._source, self._ops, merged, self._data_dir, self._plugin_dir, self._shard
+        )
+
+    def with_shard(self, num_shards: int, index: int) -> "Pipeline":
+        """This pipeline reading only shard ``index`` of ``num_shards`` of its source: a
+        ``shard`` stage is put right after the source (before any shuffle, so the shards are
+        disjoint and cover every record once per epoch), where it reads whole files when
+        each shard gets files. What :mod:`sluice.torch` does per worker and rank."""
+        if self._shard is not None:
+            n, i = self._shard
+            num_shards, index = n * num_shards, i + n * index
+        return Pipeline(
+            self._source, self._ops, self._options, self._data_dir, self._plugin_dir,
+            (num_shards, index),
+        )
+
+    # -- running ---------------------------------------------------------------------
+
+    def _dataset(self) -> "_sluice.Built":
+        if self._built is None:
+            self._built = _sluice.build(
+                self._source,
+                list(self._ops),
+                json.dumps(self._options) if self._options else None,
+                self._shard,
+                self._data_dir,
+                self._plugin_dir,
+            )
+        return self._built
+
+    def build(self) -> "Pipeline":
+        """Builds the pipeline now (resolves the files, loads the plugins, checks the
+        stages) and returns it; iterating builds it otherwise."""
+        self._dataset()
+        return self
+
+    def iter(
+        self,
+        resume: Optional[bytes] = None,
+        progress: Union[bool, str] = False,
+    ) -> "PipelineIterator":
+        """An iterator over one epoch (each call starts the next epoch), or, with
+        ``resume=`` a checkpoint from :meth:`PipelineIterator.checkpoint`, the rest of the
+        epoch it was taken in: exactly the elements an uninterrupted run would still have
+        yielded. ``progress=True`` (or a description) shows a progress bar on stderr."""
+        if resume is not None and not isinstance(resume, (bytes, bytearray)):
+            raise InvalidArgumentError("resume must be the bytes checkpoint() returned")
+        inner = self._dataset().iter(bytes(resume) if resume is not None else None)
+        return PipelineIterator(inner, self, progress)
+
+    def __iter__(self) -> "PipelineIterator":
+        return self.iter()
+
+    def as_numpy_iterator(self) -> "PipelineIterator":
+        """The same as ``iter()`` (tf.data's name for it)."""
+        return self.iter()
+
+    def collect(self) -> List[Element]:
+        """Every element of one epoch, as a list."""
+        return list(self.iter())
+
+    def stats(self) -> Optional[Dict[str, Any]]:
+        """The latest run's per-stage statistics: ``elements``, ``skipped``,
+        ``wall_seconds``, ``stages`` (a list: ``name``, ``elements_in``, ``elements_out``,
+        ``busy_seconds``, waits, ``skipped``, ...), ``bottleneck`` (the stage others waited
+        on most, or ``None``) and what autotune decided. ``None`` before any run."""
+        raw = self._dataset().stats_json()
+        return _stats_dict(raw) if raw is not None else None
+
+    def stats_report(self) -> Optional[str]:
+        """The latest run's statistics as ``sluice run`` prints them."""
+        return self._dataset().stats_report()
+
+    def explain(self) -> str:
+        """The plan as written, the optimizer's rewrites, and the plan that runs."""
+        return self._dataset().explain()
+
+    def fingerprint(self) -> str:
+        """A fingerprint of the stages and their parameters (what checkpoints check)."""
+        return self._dataset().fingerprint()
+
+    def __repr__(self) -> str:
+        steps = []
+        for op in self._ops:
+            if op[0] == "stage":
+                steps.append(json.loads(op[1])["kind"])
+            else:
+                steps.append(f"{op[0]}({getattr(op[1], '__name__', 'fn')})")
+        return f"<sluice.Pipeline {' -> '.join(['source'] + steps)}>"
+
+
+def _stats_dict(raw: str) -> Dict[str, Any]:
+    stats = json.loads(raw)
+    index = stats.get("bottleneck")
+    stats["bottleneck"] = stats["stages"][index] if index is not None else None
+    return stats
+
+
+class _Progress:
+    """A progress line on stderr (tqdm's when it is installed)."""
+
+    def __init__(self, desc: str) -> None:
+        self.n = 0
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.desc = desc
+        try:
+            from tqdm import tqdm  # type: ignore
+
+            self.bar = tqdm(desc=desc, unit="it")
+        except ImportError:
+            self.bar = None
+
+    def update(self) -> None:
+        self.n += 1
+        if self.bar is not None:
+            self.bar.update(1)
+            return
+        now = time.monotonic()
+        if now - self.last >= 0.5:
+            self.last = now
+            rate = self.n / max(now - self.start, 1e-9)
+            sys.stderr.write(f"\r{self.desc}: {self.n} [{rate:,.1f} it/s]")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        else:
+            elapsed = time.monotonic() - self.start
+            rate = self.n / max(elapsed, 1e-9)
+            sys.stderr.write(f"\r{self.desc}: {self.n} in {elapsed:.1f}s [{rate:,.1f} it/s]\n")
+            sys.stderr.flush()
+
+
+class PipelineIterator(Iterator[Element]):
+    """One epoch of a pipeline. ``next()`` waits with the GIL released; Ctrl-C raises
+    ``KeyboardInterrupt`` promptly and stops the run. ``close()`` (or leaving a ``with``
+    block, or dropping the iterator) stops the pipeline's threads."""
+
+    def __init__(self, inner: "_sluice.Iter", pipeline: Pipeline, progress: Union[bool, str]) -> None:
+        self._inner = inner
+        self._pipeline = pipeline
+        self._progress: Optional[_Progress] = None
+        if progress:
+            self._progress = _Progress(progress if isinstance(progress, str) else "sluice")
+
+    def __iter__(self) -> "PipelineIterator":
+        return self
+
+    def __next__(self) -> Element:
+        try:
+            element = self._inner.__next__()
+        except StopIteration:
+            self._end_progress()
+            raise
+        if self._progress is not None:
+            self._progress.update()
+        return element
+
+    def _end_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.close()
+            self._progress = None
+
+    def checkpoint(self) -> bytes:
+        """Where the iteration is, as the small cursor the Rust API writes (JSON bytes):
+        give it to ``pipeline.iter(resume=...)``, here or in another process, to continue at
+        exactly the next element."""
+        return self._inner.checkpoint()
+
+    def stats(self) -> Optional[Dict[str, Any]]:
+        """This run's statistics so far (as :meth:`Pipeline.stats`)."""
+        raw = self._inner.stats_json()
+        return _stats_dict(raw) if raw is not None else None
+
+    @property
+    def yielded(self) -> int:
+        """Elements returned so far."""
+        return self._inner.yielded
+
+    def close(self) -> None:
+        """Stops the run and joins its threads."""
+        self._inner.close()
+        self._end_progress()
+
+    def __enter__(self) -> "PipelineIterator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def tfrecord(
+    files: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]],
+    compression: str = "auto",
+    shuffle_files: bool = False,
+    dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    max_record_len: Optional[int] = None,
+    buffer_size: Optional[int] = None,
+    global_shuffle: bool = False,
+    index_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    num_parallel: NumParallel = None,
+) -> Pipeline:
+    """TFRecord files (``tf.data.TFRecordDataset``): paths or glob patterns, one or a
+    list. Each element is ``{"record": bytes}``; follow with :meth:`Pipeline.parse_example`.
+
+    ``compression``: ``"auto"`` (per file), ``"none"``, ``"gzip"``, ``"zlib"``.
+    ``shuffle_files`` shuffles the file list each epoch. ``global_shuffle`` reads every
+    record once per epoch in a seeded global permutation (uncompressed files).
+    """
+    if isinstance(files, (str, os.PathLike)):
+        patterns = [os.fspath(files)]
+    else:
+        patterns = [os.fspath(f) for f in files]
+    spec: Dict[str, Any] = {
+        "files": patterns,
+        "compression": compression,
+        "shuffle_files": shuffle_files,
+    }
+    optional = {
+        "dir": os.fspath(dir) if dir is not None else None,
+        "max_record_len": max_record_len,
+        "buffer_size": buffer_size,
+        "global_shuffle": global_shuffle or None,
+        "index_dir": os.fspath(index_dir) if index_dir is not None else None,
+        "num_parallel": _num_parallel(num_parallel),
+    }
+    spec.update({k: v for k, v in optional.items() if v is not None})
+    return Pipeline(_sluice.source_tfrecord(json.dumps(spec)))
+
+
+def from_tensor_slices(tensors: Union[Mapping[str, Any], Any]) -> Pipeline:
+    """One element per row of the given arrays (``Dataset.from_tensor_slices``): a dict
+    name -> array-like (all with the same first dimension), or one array (named
+    ``value``). The arrays are copied once into Rust memory."""
+    if not isinstance(tensors, Mapping):
+        tensors = {"value": tensors}
+    return Pipeline(_sluice.source_slices(dict(tensors)))
+
+
+class TensorSpec:
+    """The shape and dtype of one feature of :func:`from_generator`'s elements (as
+    ``tf.TensorSpec``): ``None`` in ``shape`` is any size."""
+
+    def __init__(self, shape: Sequence[Optional[int]], dtype: Any, name: Optional[str] = None) -> None:
+        self.shape: Tuple[Optional[int], ...] = tuple(shape)
+        self.dtype = np.dtype(object) if dtype in (bytes, str, "string", "bytes") else np.dtype(dtype)
+        self.name = name
+
+    def is_compatible_with(self, value: np.ndarray) -> bool:
+        if value.ndim != len(self.shape):
+            return False
+        return all(want is None or want == got for want, got in zip(self.shape, value.shape))
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype})"
+
+
+def _spec_of(value: Any) -> TensorSpec:
+    if isinstance(value, TensorSpec):
+        return value
+    # tf.TensorSpec (or anything with .shape and .dtype)
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        raise InvalidArgumentError(f"output_signature: {value!r} is not a TensorSpec")
+    dims = list(shape) if not hasattr(shape, "as_list") else shape.as_list()
+    np_dtype = getattr(dtype, "as_numpy_dtype", dtype)
+    if getattr(dtype, "name", None) == "string":
+        np_dtype = bytes
+    return TensorSpec(dims, np_dtype)
+
+
+def from_generator(
+    generator: Callable[[], Iterable[Mapping[str, Any]]],
+    output_signature: Mapping[str, Any],
+) -> Pipeline:
+    """The elements a Python generator yields (``Dataset.from_generator``):
+    ``generator()`` is called each epoch and yields dicts name -> array-like, checked
+    against ``output_signature`` (name -> :class:`TensorSpec`); a mismatch raises
+    :class:`InvalidArgumentError` naming the element and feature. Runs under the GIL.
+    Checkpoints resume it by replaying (the generator must give the same elements)."""
+    if not callable(generator):
+        raise InvalidArgumentError("from_generator: `generator` must be callable")
+    if not isinstance(output_signature, Mapping) or not output_signature:
+        raise InvalidArgumentError("from_generator: output_signature must be a dict of TensorSpec")
+    signature = {name: _spec_of(spec) for name, spec in output_signature.items()}
+
+    def checked() -> Iterator[Dict[str, Any]]:
+        for index, item in enumerate(generator()):
+            if not isinstance(item, Mapping):
+                raise InvalidArgumentError(
+                    f"from_generator: element {index} is {type(item).__name__}, not a dict"
+                )
+            extra = set(item) - set(signature)
+            if extra:
+                raise InvalidArgumentError(
+                    f"from_generator: element {index} has {sorted(extra)} beyond the output_signature"
+                )
+            out = {}
+            for name, spec in signature.items():
+                if name not in item:
+                    raise InvalidArgumentError(
+                        f"from_generator: element {index} lacks `{name}`"
+                    )
+                try:
+                    value = np.asarray(item[name], dtype=spec.dtype)
+                except (TypeError, ValueError) as e:
+                    raise InvalidArgumentError(
+                        f"from_generator: element {index}, `{name}`: not {spec.dtype}: {e}"
+                    ) from e
+                if not spec.is_compatible_with(value):
+                    raise InvalidArgumentError(
+                        f"from_generator: element {index}, `{name}`: shape {value.shape} "
+                        f"does not match {spec.shape}"
+                    )
+                out[name] = value
+            yield out
+
+    name = getattr(generator, "__qualname__", None) or repr(generator)
+    return Pipeline(_sluice.source_generator(checked, name))

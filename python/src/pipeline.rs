@@ -1,0 +1,291 @@
+//! A source and its stages, built into a [`Dataset`].
+//!
+//! The Python builder records what the user wrote; [`build`] makes the dataset. Stages of
+//! the registry come as JSON (`{"kind": "batch", "batch_size": 64}`, as a `[[stage]]`
+//! table), Python functions as `("map" | "filter", f, ...)`. Over TFRecord files, the
+//! registered stages before the first Python function join the pipeline file's own, so a
+//! builder pipeline and the same pipeline written in TOML are one [`PipelineFile`] and give
+//! the same batches.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use serde_json::Value;
+use sluice_core::pipeline_file::{OptionsSpec, PipelineFile, PluginStageSpec};
+use sluice_core::prelude::{MapSpec, ShardSpec};
+use sluice_core::registry::{self, AppendContext, StageSpec};
+use sluice_core::{Checkpoint, Dataset, Error, NumParallel};
+use sluice_plugins::Loader;
+
+use crate::callable::{call_filter, call_map};
+use crate::errors::{IntoPy, invalid};
+use crate::iterator::Iter;
+use crate::source::{Source, SourceKind};
+
+/// A stage given as JSON, read and checked (as a `[[stage]]` table is).
+fn stage_from_json(py: Python<'_>, json: &str) -> PyResult<StageSpec> {
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| invalid(py, format!("stage: {e}")))?;
+    let spec = StageSpec::from_json(value).py_err(py)?;
+    spec.validate().map_err(|p| {
+        let key = p.path_display().to_string();
+        let message = if key.is_empty() {
+            p.message.clone()
+        } else {
+            format!("{key}: {}", p.message)
+        };
+        invalid(py, format!("{}: {message}", spec.kind()))
+    })?;
+    Ok(spec)
+}
+
+/// Checks a stage given as JSON; returns it as the registry writes it (defaults filled).
+#[pyfunction]
+pub(crate) fn check_stage(py: Python<'_>, json: &str) -> PyResult<String> {
+    Ok(stage_from_json(py, json)?.to_json().to_string())
+}
+
+/// Options given as JSON (`seed`, `cpu_budget`, `ram_budget`, `error_policy`,
+/// `map_and_batch_fusion`) over `base` (a pipeline file's), checked.
+fn options_over(py: Python<'_>, base: &OptionsSpec, json: Option<&str>) -> PyResult<OptionsSpec> {
+    let Some(json) = json else {
+        return Ok(base.clone());
+    };
+    let given: Value =
+        serde_json::from_str(json).map_err(|e| invalid(py, format!("options: {e}")))?;
+    let mut merged = serde_json::to_value(base).map_err(|e| invalid(py, e.to_string()))?;
+    if let (Value::Object(m), Value::Object(g)) = (&mut merged, given) {
+        for (k, v) in g {
+            if v.is_null() {
+                m.remove(&k);
+            } else {
+                m.insert(k, v);
+            }
+        }
+    }
+    let options: OptionsSpec =
+        serde_json::from_value(merged).map_err(|e| invalid(py, format!("options: {e}")))?;
+    options.validate().py_err(py)?;
+    Ok(options)
+}
+
+/// Checks options given as JSON.
+#[pyfunction]
+pub(crate) fn check_options(py: Python<'_>, json: &str) -> PyResult<()> {
+    options_over(py, &OptionsSpec::default(), Some(json)).map(|_| ())
+}
+
+/// The registered stage kinds.
+#[pyfunction]
+pub(crate) fn stage_kinds() -> Vec<&'static str> {
+    registry::kinds().collect()
+}
+
+/// One of the builder's steps after the source.
+enum Op {
+    Stage(StageSpec),
+    Map {
+        f: Py<PyAny>,
+        spec: MapSpec,
+        with_seed: bool,
+    },
+    Filter {
+        f: Py<PyAny>,
+        spec: MapSpec,
+        with_seed: bool,
+    },
+}
+
+fn read_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> PyResult<Op> {
+    let tuple = op.cast::<PyTuple>()?;
+    let tag: String = tuple.get_item(0)?.extract()?;
+    match tag.as_str() {
+        "stage" => Ok(Op::Stage(stage_from_json(
+            py,
+            &tuple.get_item(1)?.extract::<String>()?,
+        )?)),
+        "map" | "filter" => {
+            let f: Py<PyAny> = tuple.get_item(1)?.unbind();
+            let num_parallel: String = tuple.get_item(2)?.extract()?;
+            let num_parallel: NumParallel = serde_json::from_str(&num_parallel)
+                .map_err(|e| invalid(py, format!("{tag}: num_parallel: {e}")))?;
+            if num_parallel == NumParallel::Fixed(0) {
+                return Err(invalid(
+                    py,
+                    format!("{tag}: num_parallel must be at least 1"),
+                ));
+            }
+            let spec = MapSpec {
+                num_parallel,
+                deterministic: tuple.get_item(3)?.extract()?,
+            };
+            let with_seed: bool = tuple.get_item(4)?.extract()?;
+            Ok(if tag == "map" {
+                Op::Map { f, spec, with_seed }
+            } else {
+                Op::Filter { f, spec, with_seed }
+            })
+        }
+        other => Err(invalid(py, format!("unknown step {other:?}"))),
+    }
+}
+
+/// A dataset ready to run.
+#[pyclass(module = "sluice._sluice", frozen)]
+pub(crate) struct Built {
+    dataset: Dataset,
+}
+
+#[pymethods]
+impl Built {
+    /// A new epoch's iterator, or the rest of the epoch `checkpoint` (bytes) was taken in.
+    #[pyo3(signature = (resume=None))]
+    fn iter(&self, py: Python<'_>, resume: Option<&Bound<'_, PyBytes>>) -> PyResult<Iter> {
+        let checkpoint = match resume {
+            Some(bytes) => {
+                let text = std::str::from_utf8(bytes.as_bytes())
+                    .map_err(|_| invalid(py, "not a Sluice checkpoint (not UTF-8)"))?;
+                Some(Checkpoint::from_json(text).py_err(py)?)
+            }
+            None => None,
+        };
+        let dataset = self.dataset.clone();
+        let iter = py
+            .detach(move || match checkpoint {
+                Some(cp) => dataset.resume(&cp),
+                None => dataset.iter(),
+            })
+            .py_err(py)?;
+        Ok(Iter::start(iter))
+    }
+
+    /// The statistics of the latest run (JSON), or None before any.
+    fn stats_json(&self) -> Option<String> {
+        self.dataset
+            .stats()
+            .and_then(|s| serde_json::to_string(&s).ok())
+    }
+
+    /// The latest run's report, as `sluice run` prints it.
+    fn stats_report(&self) -> Option<String> {
+        self.dataset.stats().map(|s| s.report())
+    }
+
+    /// The plan as written, the optimizer's rewrites, and the plan that runs.
+    fn explain(&self, py: Python<'_>) -> PyResult<String> {
+        let dataset = self.dataset.clone();
+        py.detach(move || dataset.explain()).py_err(py)
+    }
+
+    /// The pipeline's fingerprint (stages and parameters).
+    fn fingerprint(&self) -> String {
+        self.dataset.fingerprint()
+    }
+
+    /// The seed, when the options fix one.
+    fn seed(&self) -> Option<u64> {
+        self.dataset.seed()
+    }
+}
+
+/// Builds the dataset: `source`, then `ops` (see the module docs), with `options` (JSON)
+/// over the pipeline file's, reading shard `shard = (num_shards, index)` of the source
+/// when given (the torch adapter's per-worker shard).
+#[pyfunction]
+#[pyo3(signature = (source, ops, options=None, shard=None, data_dir=None, plugin_dir=None))]
+pub(crate) fn build(
+    py: Python<'_>,
+    source: &Source,
+    ops: &Bound<'_, PyList>,
+    options: Option<&str>,
+    shard: Option<(u64, u64)>,
+    data_dir: Option<PathBuf>,
+    plugin_dir: Option<PathBuf>,
+) -> PyResult<Built> {
+    let mut steps = Vec::with_capacity(ops.len());
+    for op in ops.iter() {
+        steps.push(read_op(py, &op)?);
+    }
+    let shard_spec = match shard {
+        Some((num_shards, index)) => {
+            let spec = StageSpec::new(ShardSpec { num_shards, index });
+            spec.validate()
+                .map_err(|p| invalid(py, format!("shard: {}", p.message)))?;
+            Some(spec)
+        }
+        None => None,
+    };
+    let loader = Loader::default();
+    let mut steps = steps.into_iter().peekable();
+    let (mut dataset, options) = match &source.kind {
+        SourceKind::File(file) => {
+            let mut file: PipelineFile = file.as_ref().clone();
+            if let Some(dir) = data_dir {
+                file = file.with_data_dir(dir);
+            }
+            if let Some(spec) = shard_spec {
+                file.stages.insert(0, spec);
+            }
+            while let Some(Op::Stage(_)) = steps.peek() {
+                let Some(Op::Stage(spec)) = steps.next() else {
+                    unreachable!()
+                };
+                file.stages.push(spec);
+            }
+            if let Some(dir) = plugin_dir {
+                file = file.with_plugin_dir(dir);
+            }
+            let options = options_over(py, &file.options, options)?;
+            file.options = options.clone();
+            let dataset = py.detach(|| file.build_with(&loader)).py_err(py)?;
+            (dataset, options)
+        }
+        SourceKind::Elements(elements) => {
+            let options = options_over(py, &OptionsSpec::default(), options)?;
+            let mut dataset = Dataset::from_elements(elements.as_ref().clone());
+            if let Some(spec) = shard_spec {
+                dataset = spec.append_to(&dataset).py_err(py)?;
+            }
+            (dataset, options)
+        }
+        SourceKind::Generator(generator) => {
+            let options = options_over(py, &OptionsSpec::default(), options)?;
+            let mut dataset = Dataset::from_stage(generator.clone(), vec![]);
+            if let Some(spec) = shard_spec {
+                dataset = spec.append_to(&dataset).py_err(py)?;
+            }
+            (dataset, options)
+        }
+    };
+    let first_appended = ops.len() - steps.len() + 1;
+    for (i, step) in steps.enumerate() {
+        dataset = match step {
+            Op::Stage(spec) => py
+                .detach(|| {
+                    spec.append_with(&dataset, &AppendContext { plugins: &loader })
+                        .map_err(|error| match spec.get::<PluginStageSpec>() {
+                            // As a pipeline file's plugin stages: naming the stage and file.
+                            Some(plugin) => Error::PluginStage {
+                                stage: first_appended + i,
+                                path: plugin.path.clone(),
+                                error: Box::new(error),
+                            },
+                            None => error,
+                        })
+                })
+                .py_err(py)?,
+            Op::Map { f, spec, with_seed } => {
+                dataset.map_with(spec, move |e, rng| call_map(&f, with_seed, e, rng))
+            }
+            Op::Filter { f, spec, with_seed } => {
+                dataset.filter_with(spec, move |e, rng| call_filter(&f, with_seed, e, rng))
+            }
+        };
+    }
+    let dataset = dataset.with_options(options.to_options());
+    // Stage-level checks (what follows what) run when the plan is optimized: do it now, so
+    // a mistake is raised where the pipeline is made rather than at the first element.
+    py.detach(|| dataset.explain()).py_err(py)?;
+    Ok(Built { dataset })
+}

@@ -1,0 +1,150 @@
+//! Where a pipeline starts: a `[source]` of TFRecord files, a whole pipeline file, NumPy
+//! arrays already in memory, or a Python generator.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sluice_core::pipeline_file::{PipelineFile, SourceSpec};
+use sluice_core::{Element, ElementId, Error, Tensor};
+
+use crate::callable::GeneratorStage;
+use crate::convert::tensor_from_py;
+use crate::errors::{IntoPy, invalid};
+
+/// A pipeline's start, made by one of the `source_*` functions.
+#[pyclass(module = "sluice._sluice", frozen)]
+pub(crate) struct Source {
+    pub(crate) kind: SourceKind,
+}
+
+pub(crate) enum SourceKind {
+    /// TFRecord files (a `[source]` table), with the stages and options of a pipeline file
+    /// when it came from one.
+    File(Box<PipelineFile>),
+    /// Elements already in memory (`from_tensor_slices`).
+    Elements(Arc<Vec<Element>>),
+    /// A Python generator (`from_generator`).
+    Generator(GeneratorStage),
+}
+
+#[pymethods]
+impl Source {
+    /// Whether the source came from a pipeline file whose last batching stage batches.
+    fn output_is_batched(&self) -> bool {
+        match &self.kind {
+            SourceKind::File(file) => file.output_is_batched(),
+            _ => false,
+        }
+    }
+
+    /// The pipeline file's stage kinds and options as JSON (for the Python side's record
+    /// of what the pipeline holds).
+    fn file_options_json(&self) -> Option<String> {
+        match &self.kind {
+            SourceKind::File(file) => serde_json::to_string(&file.options).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// TFRecord files: `spec` is the `[source]` table as JSON (`files`, `compression`, ...).
+#[pyfunction]
+pub(crate) fn source_tfrecord(py: Python<'_>, spec: &str) -> PyResult<Source> {
+    let spec: SourceSpec =
+        serde_json::from_str(spec).map_err(|e| invalid(py, format!("tfrecord source: {e}")))?;
+    let file = PipelineFile::new(spec);
+    file.validate().py_err(py)?;
+    Ok(Source {
+        kind: SourceKind::File(Box::new(file)),
+    })
+}
+
+/// A pipeline file given as TOML text (errors name it `origin`).
+#[pyfunction]
+#[pyo3(signature = (text, origin="<string>"))]
+pub(crate) fn source_toml_text(py: Python<'_>, text: &str, origin: &str) -> PyResult<Source> {
+    let file = PipelineFile::from_toml_named(text, origin).py_err(py)?;
+    Ok(Source {
+        kind: SourceKind::File(Box::new(file)),
+    })
+}
+
+/// A pipeline file read from `path`.
+#[pyfunction]
+pub(crate) fn source_toml_file(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Source> {
+    let file = py.detach(|| PipelineFile::load(&path)).py_err(py)?;
+    Ok(Source {
+        kind: SourceKind::File(Box::new(file)),
+    })
+}
+
+/// One element per row of every array in `arrays` (a dict name -> array-like): what
+/// `tf.data.Dataset.from_tensor_slices` does. Every array must have the same first
+/// dimension. The arrays are copied once; the elements share that copy.
+#[pyfunction]
+pub(crate) fn source_slices(py: Python<'_>, arrays: &Bound<'_, PyDict>) -> PyResult<Source> {
+    if arrays.is_empty() {
+        return Err(invalid(py, "from_tensor_slices: no arrays given"));
+    }
+    let mut columns: Vec<(String, Tensor)> = Vec::new();
+    let mut rows: Option<(String, usize)> = None;
+    for (key, value) in arrays.iter() {
+        let name: String = key.extract().map_err(|_| {
+            invalid(
+                py,
+                format!("from_tensor_slices: names must be str, got {key}"),
+            )
+        })?;
+        let tensor = tensor_from_py(py, &name, &value)?;
+        let Some(&n) = tensor.shape().first() else {
+            return Err(invalid(
+                py,
+                format!(
+                    "from_tensor_slices: `{name}` is a scalar; each value needs a first dimension to slice"
+                ),
+            ));
+        };
+        match &rows {
+            Some((first, m)) if *m != n => {
+                return Err(invalid(
+                    py,
+                    format!(
+                        "from_tensor_slices: `{name}` has {n} rows but `{first}` has {m}: \
+                         every array must have the same first dimension"
+                    ),
+                ));
+            }
+            None => rows = Some((name.clone(), n)),
+            _ => {}
+        }
+        columns.push((name, tensor));
+    }
+    let n = rows.map(|(_, n)| n).unwrap_or(0);
+    let elements = py
+        .detach(|| -> Result<Vec<Element>, Error> {
+            (0..n)
+                .map(|i| {
+                    let mut e = Element::new(ElementId::new(0, i as u64));
+                    for (name, t) in &columns {
+                        e.insert(name, t.row(i)?);
+                    }
+                    Ok(e)
+                })
+                .collect()
+        })
+        .py_err(py)?;
+    Ok(Source {
+        kind: SourceKind::Elements(Arc::new(elements)),
+    })
+}
+
+/// The elements a Python generator yields: `callable()` returns an iterator of dicts
+/// (already checked against the output signature by the Python side). `name` names it in
+/// stats and fingerprints.
+#[pyfunction]
+pub(crate) fn source_generator(callable: Py<PyAny>, name: String) -> Source {
+    Source {
+        kind: SourceKind::Generator(GeneratorStage::new(callable, name)),
+    }
+}

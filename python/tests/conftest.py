@@ -1,0 +1,53 @@
+"""Shared fixtures: the TensorFlow-written TFRecord fixtures of the repository, and the
+example native plugin (built with cargo when it is not there yet)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "tfrecord"
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def manifest() -> dict:
+    return json.loads((FIXTURES / "MANIFEST.json").read_text())
+
+
+def target_dir() -> Path:
+    return Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+
+
+@pytest.fixture(scope="session")
+def noise_plugin() -> Path:
+    """The example `gaussian_noise` native plugin (examples/plugins/noise)."""
+    for profile in ("debug", "release"):
+        path = target_dir() / profile / "libsluice_example_noise.so"
+        if path.exists():
+            return path
+    subprocess.run(
+        ["cargo", "build", "-p", "sluice-example-noise"], cwd=REPO, check=True
+    )
+    return target_dir() / "debug" / "libsluice_example_noise.so"
+
+
+def run_python(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`code` in a new interpreter (this one's), from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
