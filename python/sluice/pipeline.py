@@ -71,6 +71,8 @@ class Pipeline:
         _shard: Optional[Tuple[int, int]] = None,
     ) -> None:
         self._source = _source
+        # How the source was made (to pickle a pipeline for spawned DataLoader workers).
+        self._recipe: Optional[tuple] = getattr(_source, "_sluice_recipe", None)
         self._ops = tuple(_ops)
         self._options = dict(_options or {})
         self._data_dir = _data_dir
@@ -100,11 +102,11 @@ class Pipeline:
         text = os.fspath(path_or_text)
         looks_like_toml = "\n" in text or "[" in text or "=" in text
         if not looks_like_toml or os.path.isfile(text):
-            source = _sluice.source_toml_file(text)
+            recipe: tuple = ("toml_file", text)
         else:
-            source = _sluice.source_toml_text(text)
+            recipe = ("toml_text", text)
         pipeline = Pipeline(
-            source,
+            _make_source(recipe),
             _data_dir=os.fspath(data) if data is not None else None,
             _plugin_dir=os.fspath(plugin_dir) if plugin_dir is not None else None,
         )
@@ -118,6 +120,30 @@ class Pipeline:
             self._data_dir,
             self._plugin_dir,
             self._shard,
+        )
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # Pickled (for DataLoader workers started with `spawn`) as what was written; the
+        # Python functions in it must be picklable themselves (module-level).
+        if self._recipe is None:
+            raise TypeError("this pipeline's source cannot be pickled")
+        return {
+            "recipe": self._recipe,
+            "ops": self._ops,
+            "options": self._options,
+            "data_dir": self._data_dir,
+            "plugin_dir": self._plugin_dir,
+            "shard": self._shard,
+        }
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            _make_source(state["recipe"]),
+            state["ops"],
+            state["options"],
+            state["data_dir"],
+            state["plugin_dir"],
+            state["shard"],
         )
 
     def stage(self, kind: str, **params: Any) -> "Pipeline":
@@ -398,7 +424,7 @@ class Pipeline:
     def _dataset(self) -> "_sluice.Built":
         if self._built is None:
             self._built = _sluice.build(
-                self._source,
+                self._source.inner,
                 list(self._ops),
                 json.dumps(self._options) if self._options else None,
                 self._shard,
@@ -466,6 +492,31 @@ class Pipeline:
             else:
                 steps.append(f"{op[0]}({getattr(op[1], '__name__', 'fn')})")
         return f"<sluice.Pipeline {' -> '.join(['source'] + steps)}>"
+
+
+class _Source:
+    """A source with the recipe it was made from."""
+
+    def __init__(self, inner: "_sluice.Source", recipe: tuple) -> None:
+        self.inner = inner
+        self._sluice_recipe = recipe
+
+
+def _make_source(recipe: tuple) -> "_Source":
+    kind = recipe[0]
+    if kind == "toml_file":
+        inner = _sluice.source_toml_file(recipe[1])
+    elif kind == "toml_text":
+        inner = _sluice.source_toml_text(recipe[1])
+    elif kind == "tfrecord":
+        inner = _sluice.source_tfrecord(recipe[1])
+    elif kind == "slices":
+        inner = _sluice.source_slices(dict(recipe[1]))
+    elif kind == "generator":
+        inner = _sluice.source_generator(_checked_generator(recipe[1], recipe[2]), recipe[3])
+    else:  # pragma: no cover
+        raise InvalidArgumentError(f"unknown source {kind!r}")
+    return _Source(inner, recipe)
 
 
 def _stats_dict(raw: str) -> Dict[str, Any]:
@@ -606,7 +657,7 @@ def tfrecord(
         "num_parallel": _num_parallel(num_parallel),
     }
     spec.update({k: v for k, v in optional.items() if v is not None})
-    return Pipeline(_sluice.source_tfrecord(json.dumps(spec)))
+    return Pipeline(_make_source(("tfrecord", json.dumps(spec))))
 
 
 def from_tensor_slices(tensors: Union[Mapping[str, Any], Any]) -> Pipeline:
@@ -615,7 +666,7 @@ def from_tensor_slices(tensors: Union[Mapping[str, Any], Any]) -> Pipeline:
     ``value``). The arrays are copied once into Rust memory."""
     if not isinstance(tensors, Mapping):
         tensors = {"value": tensors}
-    return Pipeline(_sluice.source_slices(dict(tensors)))
+    return Pipeline(_make_source(("slices", dict(tensors))))
 
 
 class TensorSpec:
@@ -665,37 +716,50 @@ def from_generator(
     if not isinstance(output_signature, Mapping) or not output_signature:
         raise InvalidArgumentError("from_generator: output_signature must be a dict of TensorSpec")
     signature = {name: _spec_of(spec) for name, spec in output_signature.items()}
-
-    def checked() -> Iterator[Dict[str, Any]]:
-        for index, item in enumerate(generator()):
-            if not isinstance(item, Mapping):
-                raise InvalidArgumentError(
-                    f"from_generator: element {index} is {type(item).__name__}, not a dict"
-                )
-            extra = set(item) - set(signature)
-            if extra:
-                raise InvalidArgumentError(
-                    f"from_generator: element {index} has {sorted(extra)} beyond the output_signature"
-                )
-            out = {}
-            for name, spec in signature.items():
-                if name not in item:
-                    raise InvalidArgumentError(
-                        f"from_generator: element {index} lacks `{name}`"
-                    )
-                try:
-                    value = np.asarray(item[name], dtype=spec.dtype)
-                except (TypeError, ValueError) as e:
-                    raise InvalidArgumentError(
-                        f"from_generator: element {index}, `{name}`: not {spec.dtype}: {e}"
-                    ) from e
-                if not spec.is_compatible_with(value):
-                    raise InvalidArgumentError(
-                        f"from_generator: element {index}, `{name}`: shape {value.shape} "
-                        f"does not match {spec.shape}"
-                    )
-                out[name] = value
-            yield out
-
     name = getattr(generator, "__qualname__", None) or repr(generator)
-    return Pipeline(_sluice.source_generator(checked, name))
+    return Pipeline(_make_source(("generator", generator, signature, name)))
+
+
+class _checked_generator:
+    """Calls the user's generator and checks each element against the signature."""
+
+    def __init__(self, generator: Callable[[], Iterable[Mapping[str, Any]]], signature: Dict[str, "TensorSpec"]) -> None:
+        self.generator = generator
+        self.signature = signature
+
+    def __call__(self) -> Iterator[Dict[str, Any]]:
+        generator, signature = self.generator, self.signature
+
+        def checked() -> Iterator[Dict[str, Any]]:
+            for index, item in enumerate(generator()):
+                if not isinstance(item, Mapping):
+                    raise InvalidArgumentError(
+                        f"from_generator: element {index} is {type(item).__name__}, not a dict"
+                    )
+                extra = set(item) - set(signature)
+                if extra:
+                    raise InvalidArgumentError(
+                        f"from_generator: element {index} has {sorted(extra)} beyond the output_signature"
+                    )
+                out = {}
+                for name, spec in signature.items():
+                    if name not in item:
+                        raise InvalidArgumentError(
+                            f"from_generator: element {index} lacks `{name}`"
+                        )
+                    try:
+                        value = np.asarray(item[name], dtype=spec.dtype)
+                    except (TypeError, ValueError) as e:
+                        raise InvalidArgumentError(
+                            f"from_generator: element {index}, `{name}`: not {spec.dtype}: {e}"
+                        ) from e
+                    if not spec.is_compatible_with(value):
+                        raise InvalidArgumentError(
+                            f"from_generator: element {index}, `{name}`: shape {value.shape} "
+                            f"does not match {spec.shape}"
+                        )
+                    out[name] = value
+                yield out
+
+        return checked()
+

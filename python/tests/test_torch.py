@@ -139,3 +139,20 @@ def test_device_hand_off_raises_the_pipelines_error():
     p = sluice.from_tensor_slices({"x": np.arange(4)}).map(boom)
     with pytest.raises(sluice.UserCodeError):
         list(sluice.torch.prefetch_to_device(sluice.torch.IterableDataset(p), device="cpu"))
+
+
+def _double(e):
+    return {"x": e["x"] * 2}
+
+
+def test_pipelines_pickle_for_spawned_workers(fixtures):
+    import pickle
+
+    p = sluice.from_tensor_slices({"x": np.arange(6)}).map(_double).batch(2).options(seed=3)
+    q = pickle.loads(pickle.dumps(p))
+    assert [b["x"].tolist() for b in q] == [[0, 2], [4, 6], [8, 10]]
+    ds = sluice.torch.IterableDataset(p)
+    ctx = torch.multiprocessing.get_context("spawn")
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=ctx)
+    got = sorted(v for b in loader for v in b["x"].tolist())
+    assert got == [0, 2, 4, 6, 8, 10]
