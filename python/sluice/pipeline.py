@@ -235,16 +235,20 @@ class Pipeline:
         chunk_size: Optional[int],
         deterministic: Optional[bool],
         limits: Optional[Mapping[str, Any]],
+        expect: str,
     ) -> "Pipeline":
-        return self.stage(
-            "plugin",
-            path=os.fspath(path),
-            config=dict(config or {}),
-            num_parallel=_num_parallel(num_parallel),
-            chunk_size=chunk_size,
-            deterministic=deterministic,
-            limits=dict(limits) if limits else None,
-        )
+        params = {
+            "kind": "plugin",
+            "path": os.fspath(path),
+            "config": dict(config or {}),
+            "num_parallel": _num_parallel(num_parallel),
+            "chunk_size": chunk_size,
+            "deterministic": deterministic,
+            "limits": dict(limits) if limits else None,
+        }
+        spec = json.dumps({k: v for k, v in params.items() if v is not None})
+        # The plugin's declared kind is checked against `expect` when it is loaded.
+        return self._then(("stage", _sluice.check_stage(spec), expect))
 
     def map_plugin(
         self,
@@ -257,8 +261,9 @@ class Pipeline:
     ) -> "Pipeline":
         """Runs a map plugin (a native library ``.so``/``.dylib``/``.dll``, or a WASM module
         ``.wasm``/``.wat`` run sandboxed under ``limits`` such as ``{"memory": "256MiB",
-        "time_ms": 1000}``) with its ``config``. Loaded when the pipeline is built."""
-        return self._plugin(path, config, num_parallel, chunk_size, deterministic, limits)
+        "time_ms": 1000}``) with its ``config``. Loaded when the pipeline is built; a
+        plugin that declares itself a filter is refused (use :meth:`filter_plugin`)."""
+        return self._plugin(path, config, num_parallel, chunk_size, deterministic, limits, "map")
 
     def filter_plugin(
         self,
@@ -270,9 +275,9 @@ class Pipeline:
         limits: Optional[Mapping[str, Any]] = None,
     ) -> "Pipeline":
         """Runs a filter plugin (one that keeps or drops each element); parameters as
-        :meth:`map_plugin`. A plugin declares whether it maps or filters: both methods run
-        the pipeline file's ``plugin`` stage, and either name reads well in code."""
-        return self._plugin(path, config, num_parallel, chunk_size, deterministic, limits)
+        :meth:`map_plugin`. Both run the pipeline file's ``plugin`` stage; the plugin's
+        declared kind must be ``filter``."""
+        return self._plugin(path, config, num_parallel, chunk_size, deterministic, limits, "filter")
 
     def map(
         self,

@@ -12,11 +12,16 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use serde_json::Value;
-use sluice_core::pipeline_file::{OptionsSpec, PipelineFile, PluginStageSpec};
+use std::sync::Arc;
+
+use sluice_core::pipeline_file::{
+    LoadedPlugin, OptionsSpec, PipelineFile, PluginLoader, PluginStageSpec,
+};
 use sluice_core::prelude::{MapSpec, ShardSpec};
 use sluice_core::registry::{self, AppendContext, StageSpec};
 use sluice_core::{Checkpoint, Dataset, Error, NumParallel};
 use sluice_plugins::Loader;
+use sluice_sdk::Kind;
 
 use crate::callable::{call_filter, call_map};
 use crate::errors::{IntoPy, invalid};
@@ -84,7 +89,9 @@ pub(crate) fn stage_kinds() -> Vec<&'static str> {
 
 /// One of the builder's steps after the source.
 enum Op {
-    Stage(StageSpec),
+    /// A registered stage; for a plugin stage, the kind of plugin the method that made it
+    /// expects (`map_plugin`, `filter_plugin`).
+    Stage(StageSpec, Option<Expect>),
     Map {
         f: Py<PyAny>,
         spec: MapSpec,
@@ -101,10 +108,18 @@ fn read_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> PyResult<Op> {
     let tuple = op.cast::<PyTuple>()?;
     let tag: String = tuple.get_item(0)?.extract()?;
     match tag.as_str() {
-        "stage" => Ok(Op::Stage(stage_from_json(
-            py,
-            &tuple.get_item(1)?.extract::<String>()?,
-        )?)),
+        "stage" => {
+            let spec = stage_from_json(py, &tuple.get_item(1)?.extract::<String>()?)?;
+            let expect = match tuple.len() {
+                3 => match tuple.get_item(2)?.extract::<Option<String>>()?.as_deref() {
+                    Some("map") => Some(Expect::Map),
+                    Some("filter") => Some(Expect::Filter),
+                    _ => None,
+                },
+                _ => None,
+            };
+            Ok(Op::Stage(spec, expect))
+        }
         "map" | "filter" => {
             let f: Py<PyAny> = tuple.get_item(1)?.unbind();
             let num_parallel: String = tuple.get_item(2)?.extract()?;
@@ -216,7 +231,18 @@ pub(crate) fn build(
         }
         None => None,
     };
-    let loader = Loader::default();
+    let checked = CheckedLoader {
+        inner: Loader::default(),
+        expect: steps
+            .iter()
+            .filter_map(|op| match op {
+                Op::Stage(spec, Some(expect)) => {
+                    Some((spec.get::<PluginStageSpec>()?.clone(), *expect))
+                }
+                _ => None,
+            })
+            .collect(),
+    };
     let mut steps = steps.into_iter().peekable();
     let (mut dataset, options) = match &source.kind {
         SourceKind::File(file) => {
@@ -227,8 +253,8 @@ pub(crate) fn build(
             if let Some(spec) = shard_spec {
                 file.stages.insert(0, spec);
             }
-            while let Some(Op::Stage(_)) = steps.peek() {
-                let Some(Op::Stage(spec)) = steps.next() else {
+            while let Some(Op::Stage(..)) = steps.peek() {
+                let Some(Op::Stage(spec, _)) = steps.next() else {
                     unreachable!()
                 };
                 file.stages.push(spec);
@@ -238,7 +264,7 @@ pub(crate) fn build(
             }
             let options = options_over(py, &file.options, options)?;
             file.options = options.clone();
-            let dataset = py.detach(|| file.build_with(&loader)).py_err(py)?;
+            let dataset = py.detach(|| file.build_with(&checked)).py_err(py)?;
             (dataset, options)
         }
         SourceKind::Elements(elements) => {
@@ -261,9 +287,9 @@ pub(crate) fn build(
     let first_appended = ops.len() - steps.len() + 1;
     for (i, step) in steps.enumerate() {
         dataset = match step {
-            Op::Stage(spec) => py
+            Op::Stage(spec, _) => py
                 .detach(|| {
-                    spec.append_with(&dataset, &AppendContext { plugins: &loader })
+                    spec.append_with(&dataset, &AppendContext { plugins: &checked })
                         .map_err(|error| match spec.get::<PluginStageSpec>() {
                             // As a pipeline file's plugin stages: naming the stage and file.
                             Some(plugin) => Error::PluginStage {
@@ -288,4 +314,51 @@ pub(crate) fn build(
     // a mistake is raised where the pipeline is made rather than at the first element.
     py.detach(|| dataset.explain()).py_err(py)?;
     Ok(Built { dataset })
+}
+
+/// The kind of plugin a builder method runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// `map_plugin`: anything but a filter.
+    Map,
+    /// `filter_plugin`: a filter.
+    Filter,
+}
+
+/// The plugin hosts' loader, checking that a plugin given to `map_plugin` or
+/// `filter_plugin` is of that kind.
+struct CheckedLoader {
+    inner: Loader,
+    expect: Vec<(PluginStageSpec, Expect)>,
+}
+
+impl PluginLoader for CheckedLoader {
+    fn load(&self, spec: &PluginStageSpec) -> sluice_core::Result<LoadedPlugin> {
+        let backend = self.inner.backend(spec)?;
+        if let Some((_, expect)) = self.expect.iter().find(|(s, _)| s == spec) {
+            let stage =
+                sluice_plugins::PluginStage::new(Arc::clone(&backend), &spec.config_json())?;
+            let info = stage.info();
+            let is_filter = info.kind == Kind::Filter;
+            let wrong = match expect {
+                Expect::Map if is_filter => Some(("map_plugin", "filter_plugin")),
+                Expect::Filter if !is_filter => Some(("filter_plugin", "map_plugin")),
+                _ => None,
+            };
+            if let Some((used, instead)) = wrong {
+                return Err(Error::Plugin(
+                    format!(
+                        "{used}: plugin {} is a {} plugin; run it with {instead}",
+                        info.name,
+                        serde_json::to_value(info.kind)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default()
+                    )
+                    .into(),
+                ));
+            }
+        }
+        sluice_plugins::loaded(backend, spec)
+    }
 }

@@ -109,6 +109,9 @@ def test_plugin_error(noise_plugin):
     with pytest.raises(sluice.PluginError) as info:
         p.map_plugin(noise_plugin, config={"sigma": -1.0}).build()
     assert str(noise_plugin) in str(info.value)
+    # The plugin declares what it does: a map plugin is no filter.
+    with pytest.raises(sluice.PluginError, match="is a map plugin; run it with map_plugin"):
+        p.filter_plugin(noise_plugin, config={"sigma": 0.5}).build()
     # A working one, for contrast.
     out = p.map_plugin(noise_plugin, config={"sigma": 0.5, "p": 1.0}).options(seed=1).collect()
     assert any(float(np.abs(e["image"]).sum()) > 0 for e in out)
