@@ -47,7 +47,10 @@ from .pipeline import (
     TensorSpec,
     from_generator,
     from_tensor_slices,
+    range,
+    sample_from_datasets,
     tfrecord,
+    zip,
 )
 
 __all__ = [
@@ -59,6 +62,9 @@ __all__ = [
     "tfrecord",
     "from_tensor_slices",
     "from_generator",
+    "range",
+    "zip",
+    "sample_from_datasets",
     "SluiceError",
     "InvalidArgumentError",
     "NotFoundError",

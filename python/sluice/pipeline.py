@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import sys
@@ -27,6 +28,9 @@ from .errors import InvalidArgumentError
 
 __all__ = [
     "Pipeline",
+    "range",
+    "zip",
+    "sample_from_datasets",
     "PipelineIterator",
     "TensorSpec",
     "tfrecord",
@@ -383,6 +387,12 @@ class Pipeline:
         """All but the first ``count`` elements."""
         return self.stage("skip", count=count)
 
+    def concatenate(self, other: "Pipeline") -> "Pipeline":
+        """This pipeline's elements, then ``other``'s (``Dataset.concatenate``). The
+        options of the result apply to both."""
+        _check_pipelines("concatenate", [other])
+        return Pipeline(_make_source(("concatenate", self, other)))
+
     def options(
         self,
         seed: Optional[int] = None,
@@ -517,6 +527,14 @@ def _make_source(recipe: tuple) -> "_Source":
         inner = _sluice.source_tfrecord(recipe[1])
     elif kind == "slices":
         inner = _sluice.source_slices(dict(recipe[1]))
+    elif kind == "range":
+        inner = _sluice.source_range(*recipe[1:])
+    elif kind == "zip":
+        inner = _sluice.source_zip([p._dataset() for p in recipe[1]])
+    elif kind == "concatenate":
+        inner = _sluice.source_concatenate(recipe[1]._dataset(), recipe[2]._dataset())
+    elif kind == "sample_from":
+        inner = _sluice.source_sample_from([p._dataset() for p in recipe[1]], *recipe[2:])
     elif kind == "generator":
         inner = _sluice.source_generator(_checked_generator(recipe[1], recipe[2]), recipe[3])
     else:  # pragma: no cover
@@ -686,7 +704,7 @@ class TensorSpec:
     def is_compatible_with(self, value: np.ndarray) -> bool:
         if value.ndim != len(self.shape):
             return False
-        return all(want is None or want == got for want, got in zip(self.shape, value.shape))
+        return all(want is None or want == got for want, got in builtins.zip(self.shape, value.shape))
 
     def __repr__(self) -> str:
         return f"TensorSpec(shape={self.shape}, dtype={self.dtype})"
@@ -768,3 +786,41 @@ class _checked_generator:
 
         return checked()
 
+
+
+def _check_pipelines(what: str, pipelines: Sequence[Any]) -> None:
+    for p in pipelines:
+        if not isinstance(p, Pipeline):
+            raise InvalidArgumentError(f"{what}: {p!r} is not a sluice.Pipeline")
+
+
+def range(start: int, stop: Optional[int] = None, step: int = 1) -> Pipeline:  # noqa: A001
+    """Elements ``{"value": int64}`` for ``start, start + step, ...`` before ``stop``
+    (``Dataset.range``; ``range(n)`` counts from 0)."""
+    if stop is None:
+        start, stop = 0, start
+    return Pipeline(_make_source(("range", int(start), int(stop), int(step))))
+
+
+def zip(pipelines: Sequence[Pipeline]) -> Pipeline:  # noqa: A001
+    """The i-th elements of every pipeline merged into one dict (``Dataset.zip``); ends
+    with the shortest. Feature names must not clash. The options of the result apply."""
+    pipelines = list(pipelines)
+    _check_pipelines("zip", pipelines)
+    return Pipeline(_make_source(("zip", pipelines)))
+
+
+def sample_from_datasets(
+    pipelines: Sequence[Pipeline],
+    weights: Optional[Sequence[float]] = None,
+    seed: Optional[int] = None,
+    stop_on_empty_dataset: bool = False,
+) -> Pipeline:
+    """Elements drawn at random from ``pipelines`` with probabilities proportional to
+    ``weights`` (default: equal), seeded by ``seed`` or the pipeline's seed
+    (``Dataset.sample_from_datasets``). An exhausted input leaves the draw, unless
+    ``stop_on_empty_dataset``."""
+    pipelines = list(pipelines)
+    _check_pipelines("sample_from_datasets", pipelines)
+    w = [1.0] * len(pipelines) if weights is None else [float(x) for x in weights]
+    return Pipeline(_make_source(("sample_from", pipelines, w, seed, bool(stop_on_empty_dataset))))

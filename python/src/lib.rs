@@ -40,6 +40,10 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(source::source_toml_file, m)?)?;
     m.add_function(wrap_pyfunction!(source::source_slices, m)?)?;
     m.add_function(wrap_pyfunction!(source::source_generator, m)?)?;
+    m.add_function(wrap_pyfunction!(source::source_range, m)?)?;
+    m.add_function(wrap_pyfunction!(source::source_zip, m)?)?;
+    m.add_function(wrap_pyfunction!(source::source_concatenate, m)?)?;
+    m.add_function(wrap_pyfunction!(source::source_sample_from, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::check_stage, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::check_options, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::build, m)?)?;

@@ -149,7 +149,7 @@ fn read_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> PyResult<Op> {
 /// A dataset ready to run.
 #[pyclass(module = "sluice._sluice", frozen)]
 pub(crate) struct Built {
-    dataset: Dataset,
+    pub(crate) dataset: Dataset,
 }
 
 #[pymethods]
@@ -270,6 +270,14 @@ pub(crate) fn build(
         SourceKind::Elements(elements) => {
             let options = options_over(py, &OptionsSpec::default(), options)?;
             let mut dataset = Dataset::from_elements(elements.as_ref().clone());
+            if let Some(spec) = shard_spec {
+                dataset = spec.append_to(&dataset).py_err(py)?;
+            }
+            (dataset, options)
+        }
+        SourceKind::Dataset(dataset) => {
+            let options = options_over(py, &OptionsSpec::default(), options)?;
+            let mut dataset = dataset.clone();
             if let Some(spec) = shard_spec {
                 dataset = spec.append_to(&dataset).py_err(py)?;
             }

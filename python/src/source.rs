@@ -6,7 +6,10 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sluice_core::pipeline_file::{PipelineFile, SourceSpec};
-use sluice_core::{Element, ElementId, Error, Tensor};
+use sluice_core::prelude::{ConcatenateSpec, RangeSpec, SampleFromSpec, ZipSpec};
+use sluice_core::{Dataset, Element, ElementId, Error, Tensor};
+
+use crate::pipeline::Built;
 
 use crate::callable::GeneratorStage;
 use crate::convert::tensor_from_py;
@@ -26,6 +29,9 @@ pub(crate) enum SourceKind {
     Elements(Arc<Vec<Element>>),
     /// A Python generator (`from_generator`).
     Generator(GeneratorStage),
+    /// A dataset made in Rust from others or from nothing: `range`, `zip`,
+    /// `concatenate`, `sample_from_datasets`.
+    Dataset(Dataset),
 }
 
 #[pymethods]
@@ -147,4 +153,80 @@ pub(crate) fn source_generator(callable: Py<PyAny>, name: String) -> Source {
     Source {
         kind: SourceKind::Generator(GeneratorStage::new(callable, name)),
     }
+}
+
+fn datasets(inputs: &[PyRef<'_, Built>]) -> Vec<Dataset> {
+    inputs.iter().map(|b| b.dataset.clone()).collect()
+}
+
+/// The integers `start, start + step, ...` below `end` (above, for a negative step), as
+/// elements `{"value": int64}` (`Dataset.range`).
+#[pyfunction]
+pub(crate) fn source_range(py: Python<'_>, start: i64, end: i64, step: i64) -> PyResult<Source> {
+    if step == 0 {
+        return Err(invalid(py, "range: `step` must not be 0"));
+    }
+    Ok(Source {
+        kind: SourceKind::Dataset(Dataset::from_stage(RangeSpec { start, end, step }, vec![])),
+    })
+}
+
+/// The i-th elements of every input merged into one (`Dataset.zip`); ends with the
+/// shortest input. Value names must not clash.
+#[pyfunction]
+pub(crate) fn source_zip(py: Python<'_>, inputs: Vec<PyRef<'_, Built>>) -> PyResult<Source> {
+    if inputs.is_empty() {
+        return Err(invalid(py, "zip: no pipelines given"));
+    }
+    Ok(Source {
+        kind: SourceKind::Dataset(Dataset::from_stage(ZipSpec {}, datasets(&inputs))),
+    })
+}
+
+/// The first input's elements, then the second's (`Dataset.concatenate`).
+#[pyfunction]
+pub(crate) fn source_concatenate(first: PyRef<'_, Built>, second: PyRef<'_, Built>) -> Source {
+    Source {
+        kind: SourceKind::Dataset(Dataset::from_stage(
+            ConcatenateSpec {},
+            vec![first.dataset.clone(), second.dataset.clone()],
+        )),
+    }
+}
+
+/// Elements drawn at random from the inputs with `weights`
+/// (`Dataset.sample_from_datasets`), seeded by `seed` or the pipeline's seed.
+#[pyfunction]
+#[pyo3(signature = (inputs, weights, seed=None, stop_on_empty=false))]
+pub(crate) fn source_sample_from(
+    py: Python<'_>,
+    inputs: Vec<PyRef<'_, Built>>,
+    weights: Vec<f64>,
+    seed: Option<u64>,
+    stop_on_empty: bool,
+) -> PyResult<Source> {
+    if inputs.is_empty() || weights.len() != inputs.len() {
+        return Err(invalid(
+            py,
+            format!(
+                "sample_from_datasets: {} pipelines and {} weights: give one weight per pipeline",
+                inputs.len(),
+                weights.len()
+            ),
+        ));
+    }
+    if weights.iter().any(|w| !w.is_finite() || *w < 0.0) || weights.iter().all(|w| *w == 0.0) {
+        return Err(invalid(
+            py,
+            "sample_from_datasets: weights must be finite, non-negative and not all zero",
+        ));
+    }
+    let spec = SampleFromSpec {
+        weights,
+        seed,
+        stop_on_empty,
+    };
+    Ok(Source {
+        kind: SourceKind::Dataset(Dataset::from_stage(spec, datasets(&inputs))),
+    })
 }

@@ -267,3 +267,24 @@ def test_checkpoint_resumes_in_a_new_process(fixtures):
     # A checkpoint of another pipeline is refused.
     with pytest.raises(sluice.FailedPreconditionError):
         list(augment_builder(fixtures).batch(2).iter(resume=checkpoint))
+
+
+def test_range_zip_concatenate_sample_from():
+    assert [int(e["value"]) for e in sluice.range(5)] == [0, 1, 2, 3, 4]
+    assert [int(e["value"]) for e in sluice.range(10, 0, -3)] == [10, 7, 4, 1]
+    words = sluice.from_tensor_slices({"w": np.array([b"a", b"b", b"c"], dtype=object)})
+    zipped = sluice.zip([sluice.range(3), words]).collect()
+    assert [(int(e["value"]), e["w"].item()) for e in zipped] == [(0, b"a"), (1, b"b"), (2, b"c")]
+    both = sluice.range(2).concatenate(sluice.range(5, 7)).collect()
+    assert [int(e["value"]) for e in both] == [0, 1, 5, 6]
+    def mixed():
+        return sluice.sample_from_datasets(
+            [sluice.range(0, 50), sluice.range(100, 150)], [0.5, 0.5]
+        ).options(seed=1)
+
+    got = [int(e["value"]) for e in mixed()]
+    assert sorted(got) == list(range(0, 50)) + list(range(100, 150))
+    assert got != sorted(got)
+    assert got == [int(e["value"]) for e in mixed()]  # fixed by the seed
+    with pytest.raises(sluice.InvalidArgumentError, match="one weight per pipeline"):
+        sluice.sample_from_datasets([sluice.range(3)], [0.5, 0.5])
