@@ -468,6 +468,14 @@ class Pipeline:
         inner = self._dataset().iter(bytes(resume) if resume is not None else None)
         return PipelineIterator(inner, self, progress)
 
+    def iter_epoch(self, epoch: int, progress: Union[bool, str] = False) -> "PipelineIterator":
+        """An iterator over epoch ``epoch`` (0-based), whatever ran before: the same
+        elements, in the same order, as the ``epoch``-th ``iter()`` of a fresh pipeline with
+        this seed (for processes that start afresh each epoch, such as DataLoader workers)."""
+        if epoch < 0:
+            raise InvalidArgumentError("iter_epoch: epoch must be >= 0")
+        return PipelineIterator(self._dataset().iter_epoch(int(epoch)), self, progress)
+
     def __iter__(self) -> "PipelineIterator":
         return self.iter()
 

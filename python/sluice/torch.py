@@ -84,7 +84,8 @@ class IterableDataset(_tud.IterableDataset):
       the NumPy dicts.
     - ``pin_memory=True``: pins each batch (needs CUDA).
 
-    Each ``iter()`` is one epoch. ``state_dict()`` is the position of the running epoch
+    Each ``iter()`` is one epoch; with ``num_workers > 0`` call :meth:`set_epoch` each
+    epoch (as with ``DistributedSampler``) so workers shuffle each epoch anew. ``state_dict()`` is the position of the running epoch
     (the pipeline's checkpoint); after ``load_state_dict(state)`` the next ``iter()``
     continues there.
     """
@@ -109,6 +110,7 @@ class IterableDataset(_tud.IterableDataset):
         self.pin_memory = pin_memory
         self._iterator: Optional[PipelineIterator] = None
         self._resume: Optional[bytes] = None
+        self._epoch: Optional[int] = None
         self._shard_pipeline: Optional[Tuple[Tuple[int, int], Pipeline]] = None
 
     def _pipeline_here(self) -> Pipeline:
@@ -123,12 +125,23 @@ class IterableDataset(_tud.IterableDataset):
             self._shard_pipeline = cached
         return cached[1]
 
+    def set_epoch(self, epoch: int) -> None:
+        """Read epoch ``epoch`` on the next ``iter()`` (as ``DistributedSampler.set_epoch``):
+        DataLoader workers are fresh copies of the dataset each epoch, so without it every
+        epoch of a worker would shuffle as the first. Not needed with ``num_workers=0``, where
+        each ``iter()`` starts the next epoch."""
+        self._epoch = int(epoch)
+
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         pipeline = self._pipeline_here()
         resume, self._resume = self._resume, None
         if self._iterator is not None:
             self._iterator.close()
-        self._iterator = iterator = pipeline.iter(resume=resume)
+        if resume is None and self._epoch is not None:
+            iterator = pipeline.iter_epoch(self._epoch)
+        else:
+            iterator = pipeline.iter(resume=resume)
+        self._iterator = iterator
         return self._generate(iterator)
 
     def _generate(self, iterator: PipelineIterator) -> Iterator[Dict[str, Any]]:

@@ -14,6 +14,7 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use serde_json::Value;
 use std::sync::Arc;
 
+use sluice_core::checkpoint::CHECKPOINT_VERSION;
 use sluice_core::pipeline_file::{
     LoadedPlugin, OptionsSpec, PipelineFile, PluginLoader, PluginStageSpec,
 };
@@ -169,6 +170,26 @@ impl Built {
         let iter = py
             .detach(move || match checkpoint {
                 Some(cp) => dataset.resume(&cp),
+                None => dataset.iter(),
+            })
+            .py_err(py)?;
+        Ok(Iter::start(iter))
+    }
+
+    /// An iterator over epoch `epoch` (0-based) whatever epochs ran before here: what a
+    /// DataLoader worker, a fresh copy of the pipeline each epoch, needs to shuffle each
+    /// epoch differently (`set_epoch`). With no seed fixed, each run draws its own anyway.
+    fn iter_epoch(&self, py: Python<'_>, epoch: u64) -> PyResult<Iter> {
+        let dataset = self.dataset.clone();
+        let iter = py
+            .detach(move || match dataset.seed() {
+                Some(seed) => dataset.resume(&Checkpoint {
+                    version: CHECKPOINT_VERSION,
+                    fingerprint: dataset.resume_fingerprint(),
+                    seed,
+                    epoch,
+                    position: 0,
+                }),
                 None => dataset.iter(),
             })
             .py_err(py)?;

@@ -156,3 +156,22 @@ def test_pipelines_pickle_for_spawned_workers(fixtures):
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=ctx)
     got = sorted(v for b in loader for v in b["x"].tolist())
     assert got == [0, 2, 4, 6, 8, 10]
+
+
+def test_set_epoch_reshuffles_in_fresh_workers(fixtures):
+    p = (
+        sluice.tfrecord(str(fixtures / "images.tfrecord-*"), shuffle_files=True)
+        .shuffle(32)
+        .batch(4)
+        .options(seed=11)
+    )
+    # What a single process sees in its first two epochs.
+    reference = [[bytes(r) for b in p.iter() for r in b["record"]] for _ in range(2)]
+    assert reference[0] != reference[1]
+    ds = sluice.torch.IterableDataset(p)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1)
+    epochs = []
+    for epoch in range(2):
+        ds.set_epoch(epoch)
+        epochs.append([bytes(r) for b in loader for r in b["record"]])
+    assert epochs == reference
