@@ -67,7 +67,7 @@ class Pipeline:
 
     def __init__(
         self,
-        _source: "_sluice.Source",
+        _source: "_Source",
         _ops: Tuple[tuple, ...] = (),
         _options: Optional[Dict[str, Any]] = None,
         _data_dir: Optional[str] = None,
@@ -76,7 +76,7 @@ class Pipeline:
     ) -> None:
         self._source = _source
         # How the source was made (to pickle a pipeline for spawned DataLoader workers).
-        self._recipe: Optional[tuple] = getattr(_source, "_sluice_recipe", None)
+        self._recipe: Optional[tuple] = _source.recipe
         self._ops = tuple(_ops)
         self._options = dict(_options or {})
         self._data_dir = _data_dir
@@ -522,7 +522,7 @@ class _Source:
 
     def __init__(self, inner: "_sluice.Source", recipe: tuple) -> None:
         self.inner = inner
-        self._sluice_recipe = recipe
+        self.recipe = recipe
 
 
 def _make_source(recipe: tuple) -> "_Source":

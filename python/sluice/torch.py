@@ -270,7 +270,7 @@ class prefetch_to_device(Iterator[Any]):
                         moved = _to_device(batch, self.device, non_blocking=True)
                     event = torch.cuda.Event()
                     event.record(self._stream)
-                    item = (moved, event)
+                    item: Tuple[Any, Optional["torch.cuda.Event"]] = (moved, event)
                 else:
                     item = (_to_device(batch, self.device, non_blocking=False), None)
                 if not self._put(item):
