@@ -288,29 +288,18 @@ pub(crate) fn build(
             let dataset = py.detach(|| file.build_with(&checked)).py_err(py)?;
             (dataset, options)
         }
-        SourceKind::Elements(elements) => {
-            let options = options_over(py, &OptionsSpec::default(), options)?;
-            let mut dataset = Dataset::from_elements(elements.as_ref().clone());
-            if let Some(spec) = shard_spec {
-                dataset = spec.append_to(&dataset).py_err(py)?;
-            }
-            (dataset, options)
-        }
-        SourceKind::Dataset(dataset) => {
-            let options = options_over(py, &OptionsSpec::default(), options)?;
-            let mut dataset = dataset.clone();
-            if let Some(spec) = shard_spec {
-                dataset = spec.append_to(&dataset).py_err(py)?;
-            }
-            (dataset, options)
-        }
-        SourceKind::Generator(generator) => {
-            let options = options_over(py, &OptionsSpec::default(), options)?;
-            let mut dataset = Dataset::from_stage(generator.clone(), vec![]);
-            if let Some(spec) = shard_spec {
-                dataset = spec.append_to(&dataset).py_err(py)?;
-            }
-            (dataset, options)
+        other => {
+            let base = match other {
+                SourceKind::Elements(elements) => Dataset::from_elements(elements.as_ref().clone()),
+                SourceKind::Dataset(dataset) => dataset.clone(),
+                SourceKind::Generator(generator) => Dataset::from_stage(generator.clone(), vec![]),
+                SourceKind::File(_) => unreachable!("handled above"),
+            };
+            let dataset = match shard_spec {
+                Some(spec) => spec.append_to(&base).py_err(py)?,
+                None => base,
+            };
+            (dataset, options_over(py, &OptionsSpec::default(), options)?)
         }
     };
     let first_appended = ops.len() - steps.len() + 1;
