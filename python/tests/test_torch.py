@@ -175,3 +175,15 @@ def test_set_epoch_reshuffles_in_fresh_workers(fixtures):
         ds.set_epoch(epoch)
         epochs.append([bytes(r) for b in loader for r in b["record"]])
     assert epochs == reference
+
+
+def test_the_training_example_runs(tmp_path):
+    from conftest import run_python
+
+    script = REPO / "examples" / "python" / "torch_train.py"
+    code = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    proc = run_python(code, str(script), "--state", str(tmp_path / "state.pt"), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].startswith("epoch 0: 4 steps") and lines[1].startswith("epoch 1: 4 steps")
+    assert (tmp_path / "state.pt").exists()
