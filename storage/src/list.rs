@@ -1,0 +1,99 @@
+//! Expanding a pattern (a path or URL with glob characters) to the files or objects it
+//! matches, sorted, as `glob` does for local paths.
+
+use futures::TryStreamExt;
+use glob::{MatchOptions, Pattern};
+
+use crate::error::{Error, Result};
+use crate::location::Location;
+use crate::options::StorageOptions;
+use crate::runtime::runtime;
+use crate::store::store_for;
+
+const GLOB_CHARS: &[char] = &['*', '?', '['];
+
+/// The files or objects `pattern` matches, sorted: a local glob, or for a URL the objects
+/// listed under the prefix before its first glob character whose keys match (`*` and `?`
+/// do not cross `/`). A pattern without glob characters is itself, if it exists. Matching
+/// nothing is [`Error::NoMatch`].
+pub fn expand(pattern: &str, options: &StorageOptions) -> Result<Vec<Location>> {
+    match Location::parse(pattern)? {
+        Location::Local(path) => expand_local(&path.to_string_lossy(), pattern),
+        Location::Remote(url) => {
+            let (store, path) = store_for(&url, options)?;
+            let key = path.as_ref().to_string();
+            let glob_at = key.find(GLOB_CHARS);
+            let prefix = match glob_at {
+                Some(i) => key[..i]
+                    .rsplit_once('/')
+                    .map(|(p, _)| p.to_string())
+                    .unwrap_or_default(),
+                None => key.clone(),
+            };
+            let matcher = match glob_at {
+                Some(_) => Some(Pattern::new(&key).map_err(|e| Error::Pattern {
+                    pattern: pattern.to_string(),
+                    message: e.to_string(),
+                })?),
+                None => None,
+            };
+            let prefix_path = object_store::path::Path::from(prefix.as_str());
+            let listed: Vec<object_store::ObjectMeta> = runtime()
+                .block_on(store.list(Some(&prefix_path)).try_collect())
+                .map_err(|e| Error::from_store(pattern, 0, 1, e))?;
+            let opts = MatchOptions {
+                case_sensitive: true,
+                require_literal_separator: true,
+                require_literal_leading_dot: false,
+            };
+            let mut keys: Vec<String> = listed
+                .into_iter()
+                .map(|m| m.location.as_ref().to_string())
+                .filter(|k| match &matcher {
+                    Some(m) => m.matches_with(k, opts),
+                    None => *k == key,
+                })
+                .collect();
+            keys.sort();
+            keys.dedup();
+            if keys.is_empty() {
+                return Err(Error::NoMatch {
+                    pattern: pattern.to_string(),
+                });
+            }
+            Ok(keys
+                .into_iter()
+                .map(|k| {
+                    let mut u = url.clone();
+                    u.set_path(&format!("/{k}"));
+                    Location::Remote(u)
+                })
+                .collect())
+        }
+    }
+}
+
+fn expand_local(glob_pattern: &str, pattern: &str) -> Result<Vec<Location>> {
+    let paths = glob::glob(glob_pattern).map_err(|e| Error::Pattern {
+        pattern: pattern.to_string(),
+        message: e.to_string(),
+    })?;
+    let mut out = Vec::new();
+    for p in paths {
+        let p = p.map_err(|e| Error::Io {
+            path: e.path().to_path_buf(),
+            error: std::io::Error::new(e.error().kind(), e.error().to_string()),
+        })?;
+        if p.is_file() {
+            out.push(p);
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::NoMatch {
+            pattern: pattern.to_string(),
+        });
+    }
+    out.sort();
+    out.dedup();
+    Ok(out.into_iter().map(Location::Local).collect())
+}
