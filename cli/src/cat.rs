@@ -1,7 +1,6 @@
 //! `sluice cat`: print the records of TFRecord files, one JSON object per line.
 
 use std::fmt::Display;
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -148,10 +147,37 @@ impl Cat<'_> {
     /// has been reported); `Err` only if writing to stdout failed.
     fn file(&mut self, path: &Path) -> io::Result<bool> {
         let name = path.display().to_string();
-        let file = match File::open(path) {
-            Ok(file) => file,
+        if crate::input::is_url(&name) {
+            // An object, or a URL pattern naming several.
+            let names = match crate::input::expand_url(&name) {
+                Ok(names) => names,
+                Err(err) => {
+                    self.report(format_args!("{err}"))?;
+                    return Ok(false);
+                }
+            };
+            let mut ok = true;
+            for object in names {
+                if self.remaining == 0 {
+                    break;
+                }
+                ok &= self.one(&object)?;
+                if !ok && self.args.on_error == OnError::Fail {
+                    break;
+                }
+            }
+            return Ok(ok);
+        }
+        self.one(&name)
+    }
+
+    /// Prints the records of the file or object `name`.
+    fn one(&mut self, name: &str) -> io::Result<bool> {
+        let name = name.to_string();
+        let file = match crate::input::open(&name) {
+            Ok((file, _)) => file,
             Err(err) => {
-                self.report(format_args!("{name}: cannot open: {err}"))?;
+                self.report(format_args!("{name}: {err}"))?;
                 return Ok(false);
             }
         };

@@ -14,6 +14,7 @@ mod convert;
 mod demo;
 mod r#gen;
 mod image_records;
+mod input;
 mod plugin_cmd;
 mod run;
 mod verify;

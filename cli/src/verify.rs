@@ -1,7 +1,6 @@
 //! `sluice verify`: read every record of TFRecord files and check both checksums.
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -145,6 +144,14 @@ fn expand(inputs: &[String]) -> Result<Vec<PathBuf>> {
     let mut seen = HashSet::new();
     let mut paths = Vec::new();
     for input in inputs {
+        if crate::input::is_url(input) {
+            for object in crate::input::expand_url(input)? {
+                if seen.insert(PathBuf::from(&object)) {
+                    paths.push(PathBuf::from(object));
+                }
+            }
+            continue;
+        }
         let literal = Path::new(input);
         if literal.exists() {
             if seen.insert(literal.to_path_buf()) {
@@ -174,8 +181,7 @@ fn expand(inputs: &[String]) -> Result<Vec<PathBuf>> {
 /// what the reader does (both checksums).
 fn verify_file(path: &Path, options: ReaderOptions) -> FileReport {
     let name = path.display().to_string();
-    let opened = File::open(path).and_then(|file| Ok((file.metadata()?.len(), file)));
-    let (bytes, file) = match opened {
+    let (file, bytes) = match crate::input::open(&name) {
         Ok(opened) => opened,
         Err(err) => {
             return FileReport {
@@ -183,7 +189,7 @@ fn verify_file(path: &Path, options: ReaderOptions) -> FileReport {
                 records: 0,
                 bytes: 0,
                 status: Status::Damaged,
-                error: Some(format!("cannot open: {err}")),
+                error: Some(err),
                 error_offset: None,
             };
         }

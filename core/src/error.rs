@@ -87,6 +87,10 @@ pub enum Error {
     /// and offset; kind: data loss, I/O or invalid argument, by the reader's error).
     #[error(transparent)]
     Proto(#[from] sluice_proto::Error),
+    /// Listing or reading object storage (or a local file through it) failed; the message
+    /// names the URL and byte offset.
+    #[error(transparent)]
+    Storage(#[from] sluice_storage::Error),
     /// Values do not fit a shape, or tensors cannot be combined (stacked, concatenated,
     /// padded) or indexed as asked.
     #[error(transparent)]
@@ -332,9 +336,14 @@ impl Error {
                 | P::RecordTooLarge { .. }
                 | P::Decompress { .. }
                 | P::Decode { .. } => ErrorKind::DataLoss,
-                P::Io { .. } | P::Write { .. } => ErrorKind::Io,
+                P::Io { error, .. } => match storage_error(error) {
+                    Some(e) => storage_kind(e),
+                    None => ErrorKind::Io,
+                },
+                P::Write { .. } => ErrorKind::Io,
                 _ => ErrorKind::InvalidArgument,
             },
+            Error::Storage(e) => storage_kind(e),
             Error::Tensor(_) | Error::InvalidData { .. } => ErrorKind::InvalidData,
             Error::Image(i) => match i {
                 I::TooLarge { .. } => ErrorKind::ResourceExhausted,
@@ -448,3 +457,20 @@ impl Error {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The storage error an I/O error carries (a remote read's failure), if any.
+fn storage_error(error: &std::io::Error) -> Option<&sluice_storage::Error> {
+    error.get_ref()?.downcast_ref::<sluice_storage::Error>()
+}
+
+fn storage_kind(e: &sluice_storage::Error) -> ErrorKind {
+    use sluice_storage::Error as S;
+    match e {
+        S::NotFound { .. } | S::NoMatch { .. } => ErrorKind::NotFound,
+        S::Changed { .. } => ErrorKind::FailedPrecondition,
+        S::InvalidUrl { .. } | S::Pattern { .. } | S::Unauthenticated { .. } => {
+            ErrorKind::InvalidArgument
+        }
+        _ => ErrorKind::Io,
+    }
+}

@@ -38,6 +38,8 @@ mod options;
 mod reader;
 mod runtime;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use error::{Error, Result};
 pub use list::expand;

@@ -3,6 +3,7 @@
 
 use futures::TryStreamExt;
 use glob::{MatchOptions, Pattern};
+use object_store::ObjectStoreExt;
 
 use crate::error::{Error, Result};
 use crate::location::Location;
@@ -23,6 +24,16 @@ pub fn expand(pattern: &str, options: &StorageOptions) -> Result<Vec<Location>> 
             let (store, path) = store_for(&url, options)?;
             let key = path.as_ref().to_string();
             let glob_at = key.find(GLOB_CHARS);
+            if glob_at.is_none() {
+                // One object: it exists or the pattern matches nothing.
+                return match runtime().block_on(store.head(&path)) {
+                    Ok(_) => Ok(vec![Location::Remote(url)]),
+                    Err(object_store::Error::NotFound { .. }) => Err(Error::NoMatch {
+                        pattern: pattern.to_string(),
+                    }),
+                    Err(e) => Err(Error::from_store(pattern, 0, 1, e)),
+                };
+            }
             let prefix = match glob_at {
                 Some(i) => key[..i]
                     .rsplit_once('/')

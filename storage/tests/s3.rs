@@ -3,118 +3,19 @@
 //! found as `$SLUICE_MOTO_SERVER` or `moto_server` on the PATH; without it these tests fail
 //! saying how to install it (`.ci/run` installs it).
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::io::Read;
 
-use object_store::aws::AmazonS3Builder;
-use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use sluice_storage::testing::s3_server;
 use sluice_storage::{Error, Location, ReadOptions, StorageOptions, expand, open};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord");
 
-struct Server {
-    endpoint: String,
-    /// Keeps the server's stdin open: it stops when this process exits.
-    _child: std::process::Child,
-}
-
-fn server() -> &'static Server {
-    static SERVER: OnceLock<Server> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        let moto = std::env::var("SLUICE_MOTO_SERVER").unwrap_or_else(|_| "moto_server".into());
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        // `cat` returns when this process exits (its stdin closes), then the server is killed.
-        let script = format!(
-            "{moto} -H 127.0.0.1 -p {port} >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid"
-        );
-        let child = Command::new("sh")
-            .args(["-c", &script])
-            .stdin(Stdio::piped())
-            .spawn()
-            .expect("start sh");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the S3 test server did not start: install it with `pip install 'moto[server]'` \
-                 and put `moto_server` on the PATH (or set SLUICE_MOTO_SERVER)"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Server {
-            endpoint: format!("http://127.0.0.1:{port}"),
-            _child: child,
-        }
-    })
-}
-
 fn options() -> StorageOptions {
-    let mut o = StorageOptions::default();
-    for (k, v) in [
-        ("aws_endpoint", server().endpoint.as_str()),
-        ("aws_access_key_id", "testing"),
-        ("aws_secret_access_key", "testing-secret"),
-        ("aws_region", "us-east-1"),
-        ("aws_allow_http", "true"),
-    ] {
-        o.options.insert(k.into(), v.into());
-    }
-    o
+    s3_server().options()
 }
 
-/// Creates `bucket` (S3's CreateBucket: `PUT /bucket`; moto does not check signatures).
-fn create_bucket(bucket: &str) {
-    let addr = server().endpoint.trim_start_matches("http://").to_string();
-    let mut s = TcpStream::connect(&addr).unwrap();
-    write!(
-        s,
-        "PUT /{bucket} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).unwrap();
-    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-}
-
-fn store(bucket: &str) -> impl ObjectStore {
-    AmazonS3Builder::new()
-        .with_bucket_name(bucket)
-        .with_endpoint(&server().endpoint)
-        .with_allow_http(true)
-        .with_access_key_id("testing")
-        .with_secret_access_key("testing-secret")
-        .with_region("us-east-1")
-        .build()
-        .unwrap()
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// A bucket holding the TFRecord fixtures under `data/`.
 fn bucket_with_fixtures(bucket: &str) {
-    create_bucket(bucket);
-    let s = store(bucket);
-    let rt = rt();
-    for entry in std::fs::read_dir(FIXTURES).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let bytes = std::fs::read(&path).unwrap();
-        rt.block_on(s.put(&Path::from(format!("data/{name}")), PutPayload::from(bytes)))
-            .unwrap();
-    }
+    s3_server().upload_dir(bucket, std::path::Path::new(FIXTURES), "data");
 }
 
 #[test]
@@ -191,7 +92,7 @@ fn tfrecords_read_remotely_equal_the_local_ones_for_every_compression() {
 
 #[test]
 fn missing_things_are_clear_errors() {
-    create_bucket("errors");
+    s3_server().create_bucket("errors");
     let o = options();
     let err = expand("s3://errors/nothing-*", &o).unwrap_err();
     assert!(matches!(err, Error::NoMatch { .. }), "{err}");
@@ -221,12 +122,8 @@ fn missing_things_are_clear_errors() {
 
 #[test]
 fn an_object_changed_during_the_read_is_an_error() {
-    create_bucket("changing");
-    let s = store("changing");
-    let rt = rt();
-    let key = Path::from("obj.bin");
-    rt.block_on(s.put(&key, PutPayload::from(vec![1u8; 10_000])))
-        .unwrap();
+    s3_server().create_bucket("changing");
+    s3_server().put("changing", "obj.bin", vec![1u8; 10_000]);
     let mut o = options();
     o.read = ReadOptions {
         block_size: 1000,
@@ -237,8 +134,7 @@ fn an_object_changed_during_the_read_is_an_error() {
     let mut reader = open(&Location::parse("s3://changing/obj.bin").unwrap(), &o).unwrap();
     let mut first = [0u8; 500];
     reader.read_exact(&mut first).unwrap();
-    rt.block_on(s.put(&key, PutPayload::from(vec![2u8; 10_000])))
-        .unwrap();
+    s3_server().put("changing", "obj.bin", vec![2u8; 10_000]);
     let mut rest = Vec::new();
     let err = reader.read_to_end(&mut rest).unwrap_err();
     let inner = err

@@ -36,6 +36,27 @@ impl FilesSpec {
     pub fn resolve(&self) -> Result<Vec<PathBuf>> {
         let mut out: Vec<PathBuf> = Vec::new();
         for pattern in &self.patterns {
+            if sluice_storage::is_url(pattern) {
+                // Object storage: the listing under the pattern's prefix, matched and
+                // sorted (a `file://` URL is a local glob).
+                let found =
+                    sluice_storage::expand(pattern, &Default::default()).map_err(|e| match e {
+                        sluice_storage::Error::NoMatch { .. } => Error::NoMatch {
+                            pattern: pattern.clone(),
+                        },
+                        other => Error::Storage(other),
+                    })?;
+                for location in found {
+                    let p = match location {
+                        sluice_storage::Location::Local(p) => p,
+                        remote => PathBuf::from(remote.display()),
+                    };
+                    if !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
+                continue;
+            }
             let paths = glob::glob(pattern).map_err(|e| Error::Pattern {
                 pattern: pattern.clone(),
                 message: e.to_string(),

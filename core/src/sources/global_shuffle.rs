@@ -495,6 +495,13 @@ impl GlobalShuffleStream {
         while let Some(file) = files.next() {
             let file = file?;
             match filename_of(&file) {
+                Ok(p) if sluice_storage::is_url(&p) && !p.starts_with("file://") => {
+                    return Err(Error::invalid(format!(
+                        "{p}: global_shuffle reads records by offset from local files; \
+                         object-storage URLs are not supported by it yet (read them in order, \
+                         with `shuffle`, or copy the files locally)"
+                    )));
+                }
                 Ok(p) => list.push((p, file.id().source)),
                 Err(e) => {
                     if let Some(e) = self.ctx.on_error(self.ctx.element_error(&file, e)) {

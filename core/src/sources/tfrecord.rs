@@ -1,6 +1,7 @@
 //! `tfrecord`: records of TFRecord files, read file after file.
 
 use std::fs::File;
+use std::io::Read;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -73,7 +74,17 @@ impl TfRecordSpec {
             },
             buffer_size: self.buffer_size,
         };
-        let reader = TfRecordReader::open(path, options).map_err(Error::from)?;
+        let input: Box<dyn Read + Send> = if sluice_storage::is_url(path) {
+            let location = sluice_storage::Location::parse(path)?;
+            sluice_storage::open(&location, &Default::default())?
+        } else {
+            let file = File::open(path).map_err(|error| Error::Io {
+                path: path.into(),
+                error,
+            })?;
+            Box::new(file)
+        };
+        let reader = TfRecordReader::new(input, path, options);
         Ok(Box::new(FileRecords {
             reader,
             file: Arc::from(path),
@@ -85,7 +96,7 @@ impl TfRecordSpec {
 }
 
 struct FileRecords {
-    reader: TfRecordReader<File>,
+    reader: TfRecordReader<Box<dyn Read + Send>>,
     file: Arc<str>,
     file_index: u64,
     skipped: u64,

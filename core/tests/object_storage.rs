@@ -1,0 +1,78 @@
+//! Pipelines over object storage read exactly what they read from local files: the
+//! fixtures uploaded to a real S3-compatible server (moto, on 127.0.0.1; see
+//! `sluice_storage::testing`), read through `s3://` URLs configured the way users configure
+//! S3-compatible stores (`AWS_ENDPOINT_URL` and the credentials in the environment).
+//!
+//! One test in this binary: it sets the environment before any thread reads it.
+#![allow(unsafe_code)]
+
+use sluice_core::prelude::*;
+use sluice_storage::testing::s3_server;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord");
+
+fn digests(dataset: &Dataset) -> Vec<String> {
+    dataset
+        .collect()
+        .unwrap()
+        .iter()
+        .map(sluice_core::checkpoint::element_digest)
+        .collect()
+}
+
+#[test]
+fn s3_pipelines_equal_local_ones() {
+    let server = s3_server();
+    for (k, v) in server.env() {
+        // SAFETY: the only test of this binary, before any thread of it reads the
+        // environment (the storage runtime starts below).
+        unsafe { std::env::set_var(k, v) };
+    }
+    server.upload_dir("pipelines", std::path::Path::new(FIXTURES), "data");
+
+    let pipeline = |pattern: &str| {
+        Dataset::tfrecord([pattern])
+            .unwrap()
+            .interleave(InterleaveSpec::new(2).num_parallel(2))
+            .parse_example(ParseExampleSpec::new([
+                ("image", FeatureSpec::scalar(FeatureType::String)),
+                ("label", FeatureSpec::scalar(FeatureType::Int64)),
+            ]))
+            .batch(5)
+            .with_options(Options::default().with_seed(3))
+    };
+    let local = digests(&pipeline(&format!("{FIXTURES}/images.tfrecord-*")));
+    let remote = digests(&pipeline("s3://pipelines/data/images.tfrecord-*"));
+    assert_eq!(local.len(), 7);
+    assert_eq!(remote, local);
+
+    // Every compression, read record by record.
+    for name in [
+        "examples.tfrecord",
+        "examples.tfrecord.gz",
+        "examples.tfrecord.zlib",
+    ] {
+        let local = digests(&Dataset::tfrecord([format!("{FIXTURES}/{name}")]).unwrap());
+        let remote = digests(&Dataset::tfrecord([format!("s3://pipelines/data/{name}")]).unwrap());
+        assert_eq!(remote.len(), 64, "{name}");
+        assert_eq!(remote, local, "{name}");
+    }
+
+    // Errors name the URL; a glob that matches nothing is NotFound.
+    let err = Dataset::tfrecord(["s3://pipelines/data/nothing-*"]).unwrap_err();
+    assert_eq!(err.kind(), sluice_core::ErrorKind::NotFound, "{err}");
+    assert!(
+        err.to_string().contains("s3://pipelines/data/nothing-*"),
+        "{err}"
+    );
+    let err = Dataset::tfrecord(["s3://pipelines/data/corrupt_data_crc.tfrecord"])
+        .unwrap()
+        .collect()
+        .unwrap_err();
+    assert_eq!(err.kind(), sluice_core::ErrorKind::DataLoss, "{err}");
+    assert_eq!(
+        err.file(),
+        Some("s3://pipelines/data/corrupt_data_crc.tfrecord")
+    );
+    assert_eq!(err.offset(), Some(268));
+}
