@@ -36,48 +36,24 @@ impl FilesSpec {
     pub fn resolve(&self) -> Result<Vec<PathBuf>> {
         let mut out: Vec<PathBuf> = Vec::new();
         for pattern in &self.patterns {
-            if sluice_storage::is_url(pattern) {
-                // Object storage: the listing under the pattern's prefix, matched and
-                // sorted (a `file://` URL is a local glob).
-                let found =
-                    sluice_storage::expand(pattern, &Default::default()).map_err(|e| match e {
-                        sluice_storage::Error::NoMatch { .. } => Error::NoMatch {
-                            pattern: pattern.clone(),
-                        },
-                        other => Error::Storage(other),
-                    })?;
-                for location in found {
-                    let p = match location {
-                        sluice_storage::Location::Local(p) => p,
-                        remote => PathBuf::from(remote.display()),
-                    };
-                    if !out.contains(&p) {
-                        out.push(p);
+            // A local glob or an object-store listing, matched, sorted, each file once
+            // (sluice-storage does both; its errors keep core's kinds and words).
+            let found =
+                sluice_storage::expand(pattern, &Default::default()).map_err(|e| match e {
+                    sluice_storage::Error::NoMatch { .. } => Error::NoMatch {
+                        pattern: pattern.clone(),
+                    },
+                    sluice_storage::Error::Pattern { pattern, message } => {
+                        Error::Pattern { pattern, message }
                     }
-                }
-                continue;
-            }
-            let paths = glob::glob(pattern).map_err(|e| Error::Pattern {
-                pattern: pattern.clone(),
-                message: e.to_string(),
-            })?;
-            let mut matched = Vec::new();
-            for p in paths {
-                let p = p.map_err(|e| Error::Io {
-                    path: e.path().to_path_buf(),
-                    error: std::io::Error::new(e.error().kind(), e.error().to_string()),
+                    sluice_storage::Error::Io { path, error } => Error::Io { path, error },
+                    other => Error::Storage(other),
                 })?;
-                if p.is_file() {
-                    matched.push(p);
-                }
-            }
-            if matched.is_empty() {
-                return Err(Error::NoMatch {
-                    pattern: pattern.clone(),
-                });
-            }
-            matched.sort();
-            for p in matched {
+            for location in found {
+                let p = match location {
+                    sluice_storage::Location::Local(p) => p,
+                    remote => PathBuf::from(remote.display()),
+                };
                 if !out.contains(&p) {
                     out.push(p);
                 }
