@@ -37,12 +37,16 @@ mod location;
 mod options;
 mod reader;
 mod runtime;
+mod stats;
 mod store;
+mod writer;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use error::{Error, Result};
 pub use list::expand;
 pub use location::{Location, is_url};
-pub use options::{ReadOptions, StorageOptions};
-pub use reader::{RemoteReader, open, size};
+pub use options::{ReadOptions, StorageOptions, is_option_key};
+pub use reader::{RemoteObject, RemoteReader, open, size};
+pub use stats::{StoreStats, stats};
+pub use writer::{ObjectWriter, create};

@@ -22,10 +22,12 @@ pub fn expand(pattern: &str, options: &StorageOptions) -> Result<Vec<Location>> 
         Location::Local(path) => expand_local(&path.to_string_lossy(), pattern),
         Location::Remote(url) => {
             let (store, path) = store_for(&url, options)?;
+            let (counters, store) = (store.counters, store.store);
             let key = path.as_ref().to_string();
             let glob_at = key.find(GLOB_CHARS);
             if glob_at.is_none() {
                 // One object: it exists or the pattern matches nothing.
+                let _request = counters.start();
                 return match runtime().block_on(store.head(&path)) {
                     Ok(_) => Ok(vec![Location::Remote(url)]),
                     Err(object_store::Error::NotFound { .. }) => Err(Error::NoMatch {
@@ -49,6 +51,7 @@ pub fn expand(pattern: &str, options: &StorageOptions) -> Result<Vec<Location>> 
                 None => None,
             };
             let prefix_path = object_store::path::Path::from(prefix.as_str());
+            let _request = counters.start();
             let listed: Vec<object_store::ObjectMeta> = runtime()
                 .block_on(store.list(Some(&prefix_path)).try_collect())
                 .map_err(|e| Error::from_store(pattern, 0, 1, e))?;

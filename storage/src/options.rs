@@ -51,3 +51,24 @@ impl Default for ReadOptions {
         }
     }
 }
+
+/// Whether `key` is a store option some scheme understands (object_store's names, in any
+/// case: `aws_endpoint`, `aws_region`, `google_service_account`, `azure_storage_account_name`,
+/// client keys such as `timeout` or `allow_http`, ...).
+///
+/// ```
+/// assert!(sluice_storage::is_option_key("aws_endpoint"));
+/// assert!(sluice_storage::is_option_key("AWS_REGION"));
+/// assert!(!sluice_storage::is_option_key("aws_endpiont"));
+/// ```
+pub fn is_option_key(key: &str) -> bool {
+    use object_store::ClientConfigKey;
+    use object_store::aws::AmazonS3ConfigKey;
+    use object_store::azure::AzureConfigKey;
+    use object_store::gcp::GoogleConfigKey;
+    let key = key.to_ascii_lowercase();
+    key.parse::<AmazonS3ConfigKey>().is_ok()
+        || key.parse::<GoogleConfigKey>().is_ok()
+        || key.parse::<AzureConfigKey>().is_ok()
+        || key.parse::<ClientConfigKey>().is_ok()
+}

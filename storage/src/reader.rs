@@ -17,7 +17,8 @@ use crate::error::{Error, Result};
 use crate::location::Location;
 use crate::options::{ReadOptions, StorageOptions};
 use crate::runtime::runtime;
-use crate::store::store_for;
+use crate::stats::Counters;
+use crate::store::{Store, store_for};
 
 /// Opens `location` for reading from its start: a local file, or a [`RemoteReader`].
 pub fn open(location: &Location, options: &StorageOptions) -> Result<Box<dyn Read + Send>> {
@@ -44,24 +45,100 @@ pub fn size(location: &Location, options: &StorageOptions) -> Result<u64> {
                     error,
                 })
         }
-        Location::Remote(url) => {
-            let (store, path) = store_for(url, options)?;
-            let meta = runtime()
-                .block_on(store.head(&path))
-                .map_err(|e| Error::from_store(url.as_str(), 0, 1, e))?;
-            Ok(meta.size)
+        Location::Remote(_) => Ok(RemoteObject::open(location, options)?.size()),
+    }
+}
+
+/// One remote object as it was when opened: its size and ETag, which every read of it is
+/// pinned to (a change is [`Error::Changed`]). Cheap to clone; reads from several threads at
+/// once are fine.
+#[derive(Clone)]
+pub struct RemoteObject {
+    url: Arc<str>,
+    store: Store,
+    path: Path,
+    size: u64,
+    etag: Option<String>,
+    options: ReadOptions,
+}
+
+impl std::fmt::Debug for RemoteObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteObject")
+            .field("url", &self.url)
+            .field("size", &self.size)
+            .field("etag", &self.etag)
+            .finish()
+    }
+}
+
+impl RemoteObject {
+    /// Looks the object at `location` (a URL) up: its size and ETag.
+    pub fn open(location: &Location, options: &StorageOptions) -> Result<RemoteObject> {
+        let Location::Remote(url) = location else {
+            return Err(Error::InvalidUrl {
+                url: location.display(),
+                message: "not a URL".into(),
+            });
+        };
+        let (store, path) = store_for(url, options)?;
+        let meta = {
+            let _request = store.counters.start();
+            runtime()
+                .block_on(store.store.head(&path))
+                .map_err(|e| Error::from_store(url.as_str(), 0, 1, e))?
+        };
+        Ok(RemoteObject {
+            url: url.as_str().into(),
+            store,
+            path,
+            size: meta.size,
+            etag: meta.e_tag,
+            options: options.read,
+        })
+    }
+
+    /// The object's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The object's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The object's ETag, when the store gives one.
+    pub fn etag(&self) -> Option<&str> {
+        self.etag.as_deref()
+    }
+
+    /// Bytes `[start, end)` of the object (blocking), retried and resumed as the reader's
+    /// blocks are.
+    pub fn read_range(&self, start: u64, end: u64) -> Result<Bytes> {
+        let end = end.min(self.size);
+        if start >= end {
+            return Ok(Bytes::new());
+        }
+        let fetch = self.fetch();
+        runtime().block_on(async move { fetch.range(start, end).await })
+    }
+
+    fn fetch(&self) -> Fetch {
+        Fetch {
+            url: Arc::clone(&self.url),
+            store: Arc::clone(&self.store.data),
+            counters: Arc::clone(&self.store.counters),
+            path: self.path.clone(),
+            etag: self.etag.clone(),
+            options: self.options,
         }
     }
 }
 
 /// An object read front to back (see the [module docs](self)).
 pub struct RemoteReader {
-    url: Arc<str>,
-    store: Arc<dyn ObjectStore>,
-    path: Path,
-    size: u64,
-    etag: Option<String>,
-    options: ReadOptions,
+    object: RemoteObject,
     /// Where the next block to request starts.
     next_request: u64,
     /// Requests in flight, in order.
@@ -76,49 +153,34 @@ impl RemoteReader {
     /// Opens the object at `location` (a URL): looks up its size and ETag, which every
     /// later request is pinned to.
     pub fn open(location: &Location, options: &StorageOptions) -> Result<RemoteReader> {
-        let Location::Remote(url) = location else {
-            return Err(Error::InvalidUrl {
-                url: location.display(),
-                message: "not a URL".into(),
-            });
-        };
-        let (store, path) = store_for(url, options)?;
-        let meta = runtime()
-            .block_on(store.head(&path))
-            .map_err(|e| Error::from_store(url.as_str(), 0, 1, e))?;
-        Ok(RemoteReader {
-            url: url.as_str().into(),
-            store,
-            path,
-            size: meta.size,
-            etag: meta.e_tag,
-            options: options.read,
+        Ok(RemoteReader::new(RemoteObject::open(location, options)?))
+    }
+
+    /// Reads `object` from its start.
+    pub fn new(object: RemoteObject) -> RemoteReader {
+        RemoteReader {
+            object,
             next_request: 0,
             pending: VecDeque::new(),
             current: Bytes::new(),
             pos: 0,
-        })
+        }
     }
 
     /// The object's size in bytes.
     pub fn size(&self) -> u64 {
-        self.size
+        self.object.size
     }
 
     fn request_ahead(&mut self) {
-        while self.pending.len() < self.options.max_in_flight.max(1)
-            && self.next_request < self.size
+        let options = self.object.options;
+        while self.pending.len() < options.max_in_flight.max(1)
+            && self.next_request < self.object.size
         {
             let start = self.next_request;
-            let end = (start + self.options.block_size.max(1)).min(self.size);
+            let end = (start + options.block_size.max(1)).min(self.object.size);
             self.next_request = end;
-            let job = Fetch {
-                url: Arc::clone(&self.url),
-                store: Arc::clone(&self.store),
-                path: self.path.clone(),
-                etag: self.etag.clone(),
-                options: self.options,
-            };
+            let job = self.object.fetch();
             self.pending
                 .push_back(runtime().spawn(async move { job.range(start, end).await }));
         }
@@ -142,7 +204,7 @@ impl Read for RemoteReader {
             };
             let block = runtime()
                 .block_on(job)
-                .map_err(|e| std::io::Error::other(format!("{}: {e}", self.url)))?
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", self.object.url)))?
                 .map_err(Error::into_io)?;
             self.current = block;
             // Keep the pipe full while this block is consumed.
@@ -160,6 +222,7 @@ impl Read for RemoteReader {
 struct Fetch {
     url: Arc<str>,
     store: Arc<dyn ObjectStore>,
+    counters: Arc<Counters>,
     path: Path,
     etag: Option<String>,
     options: ReadOptions,
@@ -174,10 +237,18 @@ impl Fetch {
         let mut backoff = self.options.initial_backoff;
         loop {
             attempts += 1;
+            if attempts > 1 {
+                self.counters.retry();
+            }
             let from = start + got.len() as u64;
-            match self.attempt(from, end, &mut got).await {
+            let outcome = {
+                let _request = self.counters.start();
+                self.attempt(from, end, &mut got).await
+            };
+            match outcome {
                 Ok(()) if start + got.len() as u64 == end => return Ok(got.freeze()),
                 Ok(()) if start + got.len() as u64 > end => {
+                    self.counters.failure();
                     return Err(Error::Request {
                         url: self.url.to_string(),
                         offset: start,
@@ -187,6 +258,7 @@ impl Fetch {
                 }
                 Ok(()) => {
                     // The body ended early: ask for the rest.
+                    self.counters.failure();
                     if attempts > self.options.max_retries {
                         return Err(Error::Request {
                             url: self.url.to_string(),
@@ -197,6 +269,7 @@ impl Fetch {
                     }
                 }
                 Err(e) => {
+                    self.counters.failure();
                     let permanent = matches!(
                         e,
                         object_store::Error::NotFound { .. }
@@ -228,7 +301,9 @@ impl Fetch {
         let result = self.store.get_opts(&self.path, options).await?;
         let mut body = result.into_stream();
         while let Some(chunk) = body.next().await {
-            got.extend_from_slice(&chunk?);
+            let chunk = chunk?;
+            self.counters.read(chunk.len() as u64);
+            got.extend_from_slice(&chunk);
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use object_store::ObjectStore;
+use object_store::{ObjectStore, RetryConfig};
 use object_store::aws::AmazonS3Builder;
 use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
@@ -14,16 +14,26 @@ use url::Url;
 
 use crate::error::{Error, Result};
 use crate::options::StorageOptions;
+use crate::stats::{Counters, counters};
 
 type Key = (String, String, Vec<(String, String)>);
 
-static STORES: OnceLock<Mutex<HashMap<Key, Arc<dyn ObjectStore>>>> = OnceLock::new();
+/// The clients of one store.
+#[derive(Clone)]
+pub(crate) struct Store {
+    /// With object_store's own retries: for listings, HEADs and uploads.
+    pub(crate) store: Arc<dyn ObjectStore>,
+    /// Without retries: for the ranged reads, which retry themselves (resuming at the byte
+    /// reached) and count each attempt in the stats.
+    pub(crate) data: Arc<dyn ObjectStore>,
+    /// The store's counters (named by scheme and bucket or host, never by credentials).
+    pub(crate) counters: Arc<Counters>,
+}
+
+static STORES: OnceLock<Mutex<HashMap<Key, Store>>> = OnceLock::new();
 
 /// The store holding `url` and the object's path in it.
-pub(crate) fn store_for(
-    url: &Url,
-    options: &StorageOptions,
-) -> Result<(Arc<dyn ObjectStore>, Path)> {
+pub(crate) fn store_for(url: &Url, options: &StorageOptions) -> Result<(Store, Path)> {
     let scheme = url.scheme().to_ascii_lowercase();
     let authority = url.host_str().unwrap_or_default().to_string();
     let key: Key = (
@@ -38,13 +48,24 @@ pub(crate) fn store_for(
     let path = object_path(url)?;
     let stores = STORES.get_or_init(Default::default);
     if let Some(store) = stores.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        return Ok((Arc::clone(store), path));
+        return Ok((store.clone(), path));
     }
-    let store = build(url, &scheme, options)?;
+    let no_retries = RetryConfig {
+        max_retries: 0,
+        ..RetryConfig::default()
+    };
+    let store = Store {
+        store: build(url, &scheme, options, RetryConfig::default())?,
+        data: build(url, &scheme, options, no_retries)?,
+        counters: counters(&format!(
+            "{scheme}://{authority}{}",
+            url.port().map(|p| format!(":{p}")).unwrap_or_default()
+        )),
+    };
     stores
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(key, Arc::clone(&store));
+        .insert(key, store.clone());
     Ok((store, path))
 }
 
@@ -72,12 +93,19 @@ fn invalid(url: &Url, e: object_store::Error) -> Error {
     }
 }
 
-fn build(url: &Url, scheme: &str, options: &StorageOptions) -> Result<Arc<dyn ObjectStore>> {
+fn build(
+    url: &Url,
+    scheme: &str,
+    options: &StorageOptions,
+    retry: RetryConfig,
+) -> Result<Arc<dyn ObjectStore>> {
     let opts = || options.options.iter();
     let store: Arc<dyn ObjectStore> = match scheme {
         "s3" | "s3a" => {
             let bucket = url.host_str().unwrap_or_default();
-            let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            let mut b = AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_retry(retry);
             // The AWS CLI's and SDKs' variable for S3-compatible servers (MinIO, moto).
             if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL")
                 && std::env::var("AWS_ENDPOINT").is_err()
@@ -105,7 +133,9 @@ fn build(url: &Url, scheme: &str, options: &StorageOptions) -> Result<Arc<dyn Ob
         }
         "gs" => {
             let bucket = url.host_str().unwrap_or_default();
-            let mut b = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
+            let mut b = GoogleCloudStorageBuilder::from_env()
+                .with_bucket_name(bucket)
+                .with_retry(retry);
             for (k, v) in opts() {
                 match k.to_ascii_lowercase().parse() {
                     Ok(key) => b = b.with_config(key, v),
@@ -115,7 +145,9 @@ fn build(url: &Url, scheme: &str, options: &StorageOptions) -> Result<Arc<dyn Ob
             Arc::new(b.build().map_err(|e| invalid(url, e))?)
         }
         "az" | "abfs" | "abfss" | "adl" | "azure" => {
-            let mut b = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+            let mut b = MicrosoftAzureBuilder::from_env()
+                .with_url(url.as_str())
+                .with_retry(retry);
             for (k, v) in opts() {
                 match k.to_ascii_lowercase().parse() {
                     Ok(key) => b = b.with_config(key, v),
@@ -127,7 +159,7 @@ fn build(url: &Url, scheme: &str, options: &StorageOptions) -> Result<Arc<dyn Ob
         "http" | "https" => {
             let base = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default())
                 + &url.port().map(|p| format!(":{p}")).unwrap_or_default();
-            let b = HttpBuilder::new().with_url(base);
+            let b = HttpBuilder::new().with_url(base).with_retry(retry);
             Arc::new(b.build().map_err(|e| invalid(url, e))?)
         }
         other => {
