@@ -11,9 +11,9 @@ use clap::Args;
 use image::{ImageFormat, ImageReader};
 use rayon::prelude::*;
 
-use crate::image_records::{
-    ImageRecord, MAX_SHARDS, Shards, plural, shard_file_name, write_labels,
-};
+use sluice_storage::Location;
+
+use crate::image_records::{ImageRecord, MAX_SHARDS, Shards, plural, write_labels};
 
 /// Files read and decoded in parallel at a time, then written in order.
 const CHUNK: usize = 64;
@@ -65,9 +65,11 @@ pub(crate) struct ConvertArgs {
     #[arg(value_name = "IMAGE_DIR")]
     image_dir: PathBuf,
 
-    /// Output folder (created if needed).
-    #[arg(long, value_name = "DIR")]
-    out: PathBuf,
+    /// Output folder (created if needed) or object-store prefix (s3://bucket/data/, gs://,
+    /// az://, file://). Each file appears whole under its name when it is finished, or not
+    /// at all.
+    #[arg(long, value_name = "DIR|URL")]
+    out: String,
 
     /// Number of TFRecord files.
     #[arg(long, value_name = "N", default_value_t = 4,
@@ -107,6 +109,7 @@ struct Loaded {
 /// Runs `sluice convert`.
 pub(crate) fn run(args: &ConvertArgs) -> Result<ExitCode> {
     crate::image_records::check_name(&args.name)?;
+    let out = Location::parse(&args.out)?;
     let (classes, entries) = list(&args.image_dir)?;
 
     let mut shards: Option<Shards> = None;
@@ -151,7 +154,7 @@ pub(crate) fn run(args: &ConvertArgs) -> Result<ExitCode> {
             .into_example_bytes();
             let shards = match &mut shards {
                 Some(shards) => shards,
-                None => shards.insert(Shards::create(&args.out, &args.name, args.shards)?),
+                None => shards.insert(Shards::create(&out, &args.name, args.shards)?),
             };
             shards.write(&record)?;
             per_class[label] += 1;
@@ -171,9 +174,9 @@ pub(crate) fn run(args: &ConvertArgs) -> Result<ExitCode> {
             args.image_dir.display()
         );
     };
-    let written = shards.finish()?;
     if args.strict && skipped > 0 {
-        remove_shards(args);
+        // Unfinished shards are never committed: nothing appears under their names.
+        drop(shards);
         bail!(
             "--strict: {skipped} file{} skipped (listed above); nothing written",
             plural(skipped)
@@ -186,7 +189,8 @@ pub(crate) fn run(args: &ConvertArgs) -> Result<ExitCode> {
             ));
         }
     }
-    write_labels(&args.out, &classes)?;
+    let written = shards.finish()?;
+    write_labels(&out, &classes)?;
     println!(
         "sluice convert: wrote {written}; {} class{}",
         classes.len(),
@@ -352,19 +356,6 @@ fn load(path: &Path) -> Result<Loaded, String> {
 /// `message` on one line: decoders' messages may hold line breaks.
 fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Removes the shards written by this run (after a `--strict` failure).
-fn remove_shards(args: &ConvertArgs) {
-    for i in 0..args.shards {
-        let path = args.out.join(shard_file_name(&args.name, i, args.shards));
-        if let Err(err) = fs::remove_file(&path) {
-            report(format_args!(
-                "sluice convert: cannot remove {}: {err}",
-                path.display()
-            ));
-        }
-    }
 }
 
 /// Writes a line to stderr; a failure to do so is ignored (there is nowhere left to say it).

@@ -54,9 +54,11 @@ Each record is a tf.train.Example with these features (one value each):
 These are the features `sluice convert` writes."
 )]
 pub(crate) struct GenArgs {
-    /// Output folder (created if needed).
-    #[arg(long, value_name = "DIR")]
-    out: PathBuf,
+    /// Output folder (created if needed) or object-store prefix (s3://bucket/data/, gs://,
+    /// az://, file://). Each file appears whole under its name when it is finished, or not
+    /// at all.
+    #[arg(long, value_name = "DIR|URL")]
+    out: String,
 
     /// Number of images.
     #[arg(long, value_name = "N", default_value_t = 1024,
@@ -92,7 +94,7 @@ impl GenArgs {
     /// defaults (10 classes, seed 0, name `train`).
     pub(crate) fn new(out: PathBuf, images: u64, size: u32, shards: u32) -> Self {
         GenArgs {
-            out,
+            out: out.display().to_string(),
             images,
             size,
             shards,
@@ -113,7 +115,8 @@ pub(crate) fn run(args: &GenArgs) -> Result<ExitCode> {
 /// Writes the dataset `args` describe (the shards and `labels.txt`) and says what it wrote.
 pub(crate) fn generate(args: &GenArgs) -> Result<Written> {
     let classes = class_names(args.classes);
-    let mut shards = Shards::create(&args.out, &args.name, args.shards)?;
+    let out = sluice_storage::Location::parse(&args.out)?;
+    let mut shards = Shards::create(&out, &args.name, args.shards)?;
     let digits = decimal_digits(args.images - 1).max(5);
     // Images are made in parallel a chunk at a time and written in index order, so the
     // output does not depend on the threads and memory stays bounded.
@@ -134,7 +137,7 @@ pub(crate) fn generate(args: &GenArgs) -> Result<Written> {
         start = end;
     }
     let written = shards.finish()?;
-    write_labels(&args.out, &classes)?;
+    write_labels(&out, &classes)?;
     Ok(written)
 }
 

@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::io::Write;
 
 use anyhow::{Context, Result, bail};
 use sluice_proto::example::{BytesList, Feature, Features, Int64List, feature::Kind};
 use sluice_proto::tfrecord::{Compression, TfRecordWriter};
 use sluice_proto::{Example, TfMessage};
+use sluice_storage::{Location, ObjectWriter};
 
 /// The encoded image, as stored in the file (bytes).
 pub(crate) const ENCODED: &str = "image/encoded";
@@ -92,29 +92,31 @@ pub(crate) fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// TFRecord shards written round-robin: record `i` goes to shard `i % count`.
+/// TFRecord shards written round-robin: record `i` goes to shard `i % count`. Each shard
+/// appears under its name only when [`Shards::finish`] commits it: shards dropped
+/// unfinished (an error, `--strict`, a kill) leave nothing under their names.
 pub(crate) struct Shards {
-    dir: PathBuf,
+    dir: Location,
     name: String,
-    writers: Vec<TfRecordWriter<File>>,
+    writers: Vec<TfRecordWriter<ObjectWriter>>,
     next: usize,
 }
 
 impl Shards {
-    /// Creates `dir` (and its parents) if needed and `count` empty shard files in it.
-    pub(crate) fn create(dir: &Path, name: &str, count: u32) -> Result<Self> {
+    /// Starts `count` shards in `dir` (a folder, created with its parents if needed, or an
+    /// object-store prefix).
+    pub(crate) fn create(dir: &Location, name: &str, count: u32) -> Result<Self> {
         check_name(name)?;
-        fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the output folder {}", dir.display()))?;
         let writers = (0..count)
             .map(|i| {
-                let path = dir.join(shard_file_name(name, i, count));
-                TfRecordWriter::create(&path, Compression::None)
-                    .with_context(|| format!("cannot create {}", path.display()))
+                let at = dir.join(&shard_file_name(name, i, count));
+                let file = sluice_storage::create(&at, &Default::default())
+                    .with_context(|| format!("cannot create {}", at.display()))?;
+                Ok(TfRecordWriter::new(file, Compression::None)?)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Shards {
-            dir: dir.to_path_buf(),
+            dir: dir.clone(),
             name: name.to_string(),
             writers,
             next: 0,
@@ -140,11 +142,11 @@ impl Shards {
         };
         for (i, writer) in (0..count).zip(self.writers) {
             written.records += writer.records();
-            writer.finish()?;
-            let path = written.dir.join(shard_file_name(&written.name, i, count));
-            written.bytes += fs::metadata(&path)
-                .with_context(|| format!("cannot read the size of {}", path.display()))?
-                .len();
+            let at = written.dir.join(&shard_file_name(&written.name, i, count));
+            written.bytes += writer
+                .finish()?
+                .commit()
+                .with_context(|| format!("cannot write {}", at.display()))?;
         }
         Ok(written)
     }
@@ -152,7 +154,7 @@ impl Shards {
 
 /// What [`Shards`] wrote.
 pub(crate) struct Written {
-    dir: PathBuf,
+    dir: Location,
     name: String,
     pub(crate) files: u32,
     pub(crate) records: u64,
@@ -172,21 +174,27 @@ impl fmt::Display for Written {
             self.records,
             plural(self.records),
             self.bytes,
-            self.dir.join(pattern).display(),
+            self.dir.join(&pattern).display(),
             self.dir.join(LABELS_FILE).display(),
         )
     }
 }
 
 /// Writes `labels.txt`: one class name per line, line `i` (0-based) is label `i`.
-pub(crate) fn write_labels(dir: &Path, classes: &[String]) -> Result<()> {
-    let path = dir.join(LABELS_FILE);
+pub(crate) fn write_labels(dir: &Location, classes: &[String]) -> Result<()> {
+    let at = dir.join(LABELS_FILE);
     let mut text = String::new();
     for class in classes {
         text.push_str(class);
         text.push('\n');
     }
-    fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    let write = || -> Result<()> {
+        let mut file = sluice_storage::create(&at, &Default::default())?;
+        file.write_all(text.as_bytes())?;
+        file.commit()?;
+        Ok(())
+    };
+    write().with_context(|| format!("cannot write {}", at.display()))
 }
 
 pub(crate) fn plural(n: u64) -> &'static str {

@@ -18,6 +18,7 @@ use sluice_core::pipeline_file::PipelineFile;
 use sluice_core::{Checkpoint, Dataset, Element, PipelineIter, PipelineStats, StageStats};
 use sluice_proto::tfrecord::{Compression, TfRecordWriter};
 use sluice_proto::{Example, TfMessage};
+use sluice_storage::{Location, ObjectWriter};
 
 /// Run a pipeline file and report its throughput and per-stage statistics.
 #[derive(Debug, Args)]
@@ -75,9 +76,11 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     json: bool,
 
-    /// Write the pipeline's output to DIR as TFRecord shards of tf.train.Example.
-    #[arg(long, value_name = "DIR")]
-    output: Option<PathBuf>,
+    /// Write the pipeline's output to DIR (a folder, or a URL prefix such as
+    /// s3://bucket/prepared/) as TFRecord shards of tf.train.Example. Each shard appears
+    /// whole under its name when the run ends, or not at all.
+    #[arg(long, value_name = "DIR|URL")]
+    output: Option<String>,
 
     /// Number of shards written by --output.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "output",
@@ -455,7 +458,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut output = match &args.output {
-        Some(dir) => Some(Shards::create(dir, args.shards)?),
+        Some(dir) => Some(Shards::create(
+            &sluice_storage::Location::parse(dir)?,
+            args.shards,
+        )?),
         None => None,
     };
     let ckpt = Checkpointing {
@@ -495,12 +501,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         &ran,
     );
     summary.output = records.map(|records| OutputSummary {
-        dir: args
-            .output
-            .as_deref()
-            .unwrap_or(Path::new(""))
-            .display()
-            .to_string(),
+        dir: args.output.clone().unwrap_or_default(),
         shards: args.shards,
         records,
     });
@@ -587,23 +588,21 @@ fn progress_bar() -> ProgressBar {
     bar
 }
 
-/// The `--output` shards, written round-robin.
+/// The `--output` shards, written round-robin; each appears under its name only when
+/// [`Shards::finish`] commits it (an interrupted run leaves none).
 struct Shards {
-    writers: Vec<(PathBuf, TfRecordWriter<BufWriter<fs::File>>)>,
+    writers: Vec<(String, TfRecordWriter<ObjectWriter>)>,
     next: usize,
     records: u64,
 }
 
 impl Shards {
-    fn create(dir: &Path, shards: u32) -> Result<Shards> {
-        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    fn create(dir: &Location, shards: u32) -> Result<Shards> {
         let writers = (0..shards)
             .map(|i| {
-                let path = dir.join(format!("part.tfrecord-{i:05}-of-{shards:05}"));
-                let file = fs::File::create(&path)
-                    .with_context(|| format!("cannot create {}", path.display()))?;
-                let writer = TfRecordWriter::new(BufWriter::new(file), Compression::None)?;
-                Ok((path, writer))
+                let at = dir.join(&format!("part.tfrecord-{i:05}-of-{shards:05}"));
+                let file = sluice_storage::create(&at, &Default::default())?;
+                Ok((at.display(), TfRecordWriter::new(file, Compression::None)?))
             })
             .collect::<Result<_>>()?;
         Ok(Shards {
@@ -622,10 +621,10 @@ impl Shards {
     }
 
     fn write_example(&mut self, example: &Example) -> Result<()> {
-        let (path, writer) = &mut self.writers[self.next];
+        let (name, writer) = &mut self.writers[self.next];
         writer
             .write_record(&example.to_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .with_context(|| format!("cannot write {name}"))?;
         self.next = (self.next + 1) % self.writers.len();
         self.records += 1;
         Ok(())
@@ -633,13 +632,12 @@ impl Shards {
 
     /// Finishes every file; returns the number of records written.
     fn finish(self) -> Result<u64> {
-        for (path, writer) in self.writers {
-            let mut inner = writer
+        for (name, writer) in self.writers {
+            writer
                 .finish()
-                .with_context(|| format!("cannot finish {}", path.display()))?;
-            inner
-                .flush()
-                .with_context(|| format!("cannot write {}", path.display()))?;
+                .with_context(|| format!("cannot finish {name}"))?
+                .commit()
+                .with_context(|| format!("cannot write {name}"))?;
         }
         Ok(self.records)
     }

@@ -134,3 +134,181 @@ batch_size = 4
     assert_eq!(local.lines().count(), 8);
     assert_eq!(remote, local);
 }
+
+/// The objects under `prefix` (a URL ending in `/`) and their bytes.
+fn objects(prefix: &str) -> Vec<(String, Vec<u8>)> {
+    let options = s3_server().options();
+    match sluice_storage::expand(&format!("{prefix}*"), &options) {
+        Ok(found) => found
+            .iter()
+            .map(|at| {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(
+                    &mut sluice_storage::open(at, &options).unwrap(),
+                    &mut bytes,
+                )
+                .unwrap();
+                (at.display().rsplit('/').next().unwrap().to_string(), bytes)
+            })
+            .collect(),
+        Err(sluice_storage::Error::NoMatch { .. }) => Vec::new(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The files of a local folder and their bytes, sorted.
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            (
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&path).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn gen_convert_and_run_write_to_urls_what_they_write_to_folders() {
+    s3_server().create_bucket("cli-write");
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("gen");
+    let gen_args = [
+        "--images", "40", "--size", "32", "--shards", "3", "--seed", "7",
+    ];
+    stdout(
+        sluice()
+            .args(["gen", "--out", local.to_str().unwrap()])
+            .args(gen_args),
+    );
+    let out = stdout(
+        sluice()
+            .args(["gen", "--out", "s3://cli-write/gen/"])
+            .args(gen_args),
+    );
+    assert!(
+        out.contains("s3://cli-write/gen/train.tfrecord-*-of-00003"),
+        "{out}"
+    );
+    let written = objects("s3://cli-write/gen/");
+    assert_eq!(written.len(), 4, "3 shards and labels.txt");
+    assert_eq!(written, files(&local));
+
+    // convert: an image folder to shards under a URL.
+    let images = dir.path().join("images");
+    for (class, n) in [("cat", 3u32), ("dog", 2)] {
+        std::fs::create_dir_all(images.join(class)).unwrap();
+        for i in 0..n {
+            let image =
+                image::RgbImage::from_fn(8 + i, 6, |x, y| image::Rgb([x as u8, y as u8, 9]));
+            image
+                .save(images.join(class).join(format!("{i}.png")))
+                .unwrap();
+        }
+    }
+    let converted = dir.path().join("converted");
+    let images_arg = images.to_str().unwrap();
+    stdout(sluice().args([
+        "convert",
+        images_arg,
+        "--shards",
+        "2",
+        "--out",
+        converted.to_str().unwrap(),
+    ]));
+    stdout(sluice().args([
+        "convert",
+        images_arg,
+        "--shards",
+        "2",
+        "--out",
+        "s3://cli-write/converted",
+    ]));
+    assert_eq!(objects("s3://cli-write/converted/"), files(&converted));
+
+    // run --output: the pipeline's output as shards under a URL.
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "[source]\nfiles = [\"examples.tfrecord\"]\n\n[[stage]]\nkind = \"take\"\ncount = 20\n",
+    )
+    .unwrap();
+    let run_to = |output: &str| {
+        stdout(sluice().args([
+            "run",
+            pipeline.to_str().unwrap(),
+            "--data",
+            FIXTURES,
+            "--output",
+            output,
+            "--shards",
+            "2",
+        ]))
+    };
+    let local_out = dir.path().join("out");
+    run_to(local_out.to_str().unwrap());
+    run_to("s3://cli-write/out/");
+    let remote = objects("s3://cli-write/out/");
+    assert_eq!(remote.len(), 2);
+    assert_eq!(remote, files(&local_out));
+}
+
+#[test]
+fn a_killed_writer_leaves_no_object_under_a_final_name() {
+    s3_server().create_bucket("cli-kill");
+    // Large enough to still be writing when killed; small parts are buffered, big ones
+    // uploaded in parts, none visible before the shard is finished.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sluice"))
+        .args([
+            "gen",
+            "--out",
+            "s3://cli-kill/gen/",
+            "--images",
+            "200000",
+            "--size",
+            "64",
+        ])
+        .envs(s3_server().env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still writing when killed"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(objects("s3://cli-kill/gen/"), Vec::new());
+
+    // The same for a local folder: no file under a shard's name.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sluice"))
+        .args([
+            "gen",
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--images",
+            "200000",
+            "--size",
+            "64",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still writing when killed"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let names: Vec<String> = files(dir.path()).into_iter().map(|(n, _)| n).collect();
+    assert!(names.iter().all(|n| n.starts_with('.')), "{names:?}");
+}

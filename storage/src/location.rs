@@ -68,4 +68,26 @@ impl Location {
             Location::Remote(u) => u.to_string(),
         }
     }
+
+    /// `name` inside this folder or prefix: a path joined, or the URL's path with `/name`
+    /// appended.
+    ///
+    /// ```
+    /// use sluice_storage::Location;
+    /// let out = Location::parse("s3://bucket/prepared/").unwrap();
+    /// assert_eq!(out.join("part-0").display(), "s3://bucket/prepared/part-0");
+    /// let out = Location::parse("prepared").unwrap();
+    /// assert_eq!(out.join("part-0").display(), "prepared/part-0");
+    /// ```
+    pub fn join(&self, name: &str) -> Location {
+        match self {
+            Location::Local(p) => Location::Local(p.join(name)),
+            Location::Remote(u) => {
+                let mut u = u.clone();
+                let path = format!("{}/{name}", u.path().trim_end_matches('/'));
+                u.set_path(&path);
+                Location::Remote(u)
+            }
+        }
+    }
 }
