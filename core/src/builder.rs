@@ -40,6 +40,7 @@ impl Dataset {
                 .map(|p| p.as_ref().to_string())
                 .collect(),
             shuffle: false,
+            storage: Default::default(),
         })
     }
 

@@ -137,6 +137,7 @@ pub mod prelude {
     pub use crate::sources::files::FilesSpec;
     pub use crate::sources::global_shuffle::GlobalShuffleSpec;
     pub use crate::sources::memory::RangeSpec;
+    pub use crate::sources::storage::StorageSpec;
     pub use crate::sources::tfrecord::TfRecordSpec;
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::cache::CacheSpec;

@@ -58,6 +58,34 @@ fn s3_pipelines_equal_local_ones() {
         assert_eq!(remote, local, "{name}");
     }
 
+    // `[source.storage]` reaches the store and sets how it is read: 1000-byte blocks are
+    // one request per 1000 bytes (counted in the store's stats).
+    server.upload_dir("configured", std::path::Path::new(FIXTURES), "data");
+    let toml = format!(
+        "[source]\nfiles = \"s3://configured/data/examples.tfrecord\"\n\
+         [source.storage]\naws_endpoint = \"{}\"\naws_allow_http = true\n\
+         block_size = 1000\nmax_in_flight = 2\n\
+         [[stage]]\nkind = \"take\"\ncount = 64\n",
+        server.endpoint
+    );
+    let file = sluice_core::pipeline_file::PipelineFile::from_toml(&toml).unwrap();
+    let remote = digests(&file.build().unwrap());
+    let local = digests(&Dataset::tfrecord([format!("{FIXTURES}/examples.tfrecord")]).unwrap());
+    assert_eq!(remote, local);
+    let size = std::fs::metadata(format!("{FIXTURES}/examples.tfrecord"))
+        .unwrap()
+        .len();
+    let stats = sluice_storage::stats()["s3://configured"];
+    assert!(stats.requests > size / 1000, "{stats:?}, {size} bytes");
+    assert_eq!(stats.bytes_read, size, "{stats:?}");
+    // A misspelt key is refused with its place in the file.
+    let err = sluice_core::pipeline_file::PipelineFile::from_toml(
+        "[source]\nfiles = \"s3://configured/x\"\n[source.storage]\naws_endpiont = \"x\"\n",
+    )
+    .and_then(|f| f.build().map(|_| ()))
+    .unwrap_err();
+    assert!(err.to_string().contains("aws_endpiont"), "{err}");
+
     // Errors name the URL; a glob that matches nothing is NotFound.
     let err = Dataset::tfrecord(["s3://pipelines/data/nothing-*"]).unwrap_err();
     assert_eq!(err.kind(), sluice_core::ErrorKind::NotFound, "{err}");

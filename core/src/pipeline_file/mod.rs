@@ -258,6 +258,7 @@ impl PipelineFile {
         let files = Dataset::files_with(FilesSpec {
             patterns: self.source.patterns(),
             shuffle: self.source.shuffle_files,
+            storage: self.source.storage.clone(),
         })?;
         let mut dataset = match self.source.global_shuffle_spec() {
             Some(spec) => files.read_tfrecord_global_shuffle(self.source.reader(), spec),

@@ -7,6 +7,7 @@ use sluice_proto::tfrecord::Compression;
 
 use crate::parallelism::NumParallel;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
+use crate::sources::storage::StorageSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
 
 use crate::invalid::{Invalid as Problem, Key as Seg};
@@ -22,6 +23,10 @@ use crate::invalid::{Invalid as Problem, Key as Seg};
 /// global_shuffle = false            # every record once per epoch, in a seeded global order
 /// index_dir = "/tmp/idx"            # global shuffle only: where record indexes are kept
 /// num_parallel = "auto"             # global shuffle only: reader threads
+///
+/// [source.storage]                  # optional: for URLs (s3://, gs://, az://, http(s)://)
+/// aws_endpoint = "http://127.0.0.1:9000"
+/// block_size = "8MiB"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,6 +69,10 @@ pub struct SourceSpec {
     /// budget, at most 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_parallel: Option<NumParallel>,
+    /// `[source.storage]`: how URLs are reached and read (see [`StorageSpec`]). Default:
+    /// the environment's credentials and endpoints, 8 MiB blocks, 4 in flight per file.
+    #[serde(default, skip_serializing_if = "StorageSpec::is_empty")]
+    pub storage: StorageSpec,
 }
 
 impl SourceSpec {
@@ -79,6 +88,7 @@ impl SourceSpec {
             global_shuffle: false,
             index_dir: None,
             num_parallel: None,
+            storage: StorageSpec::default(),
         }
     }
 
@@ -104,6 +114,7 @@ impl SourceSpec {
             compression: self.compression,
             max_record_len: self.max_record_len.unwrap_or(d.max_record_len),
             buffer_size: self.buffer_size.unwrap_or(d.buffer_size),
+            storage: self.storage.clone(),
         }
     }
 
@@ -141,6 +152,8 @@ impl SourceSpec {
                 "`buffer_size` must be at least 1",
             ));
         }
+        self.storage
+            .check(&[Seg::name("source"), Seg::name("storage")])?;
         if !self.global_shuffle {
             for (key, set) in [
                 ("index_dir", self.index_dir.is_some()),

@@ -11,6 +11,7 @@ use crate::element::{Element, ElementId};
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::run::{BuildContext, Input};
+use crate::sources::storage::StorageSpec;
 use crate::stage::{Arity, Stage};
 use crate::stream::{BoxStream, IterStream};
 use crate::tensor::Tensor;
@@ -28,6 +29,10 @@ pub struct FilesSpec {
     /// `list_files(shuffle=True)` does. Default: false (sorted order).
     #[serde(default)]
     pub shuffle: bool,
+    /// How URLs among the patterns are reached (credentials, endpoint); empty: the
+    /// environment's.
+    #[serde(default, skip_serializing_if = "StorageSpec::is_empty")]
+    pub storage: StorageSpec,
 }
 
 impl FilesSpec {
@@ -35,20 +40,20 @@ impl FilesSpec {
     /// order. A pattern matching nothing is an error naming it.
     pub fn resolve(&self) -> Result<Vec<PathBuf>> {
         let mut out: Vec<PathBuf> = Vec::new();
+        let options = self.storage.to_options();
         for pattern in &self.patterns {
             // A local glob or an object-store listing, matched, sorted, each file once
             // (sluice-storage does both; its errors keep core's kinds and words).
-            let found =
-                sluice_storage::expand(pattern, &Default::default()).map_err(|e| match e {
-                    sluice_storage::Error::NoMatch { .. } => Error::NoMatch {
-                        pattern: pattern.clone(),
-                    },
-                    sluice_storage::Error::Pattern { pattern, message } => {
-                        Error::Pattern { pattern, message }
-                    }
-                    sluice_storage::Error::Io { path, error } => Error::Io { path, error },
-                    other => Error::Storage(other),
-                })?;
+            let found = sluice_storage::expand(pattern, &options).map_err(|e| match e {
+                sluice_storage::Error::NoMatch { .. } => Error::NoMatch {
+                    pattern: pattern.clone(),
+                },
+                sluice_storage::Error::Pattern { pattern, message } => {
+                    Error::Pattern { pattern, message }
+                }
+                sluice_storage::Error::Io { path, error } => Error::Io { path, error },
+                other => Error::Storage(other),
+            })?;
             for location in found {
                 let p = match location {
                     sluice_storage::Location::Local(p) => p,

@@ -6,4 +6,5 @@ pub(crate) mod global_shuffle;
 pub(crate) mod memory;
 pub(crate) mod permutation;
 pub(crate) mod record_index;
+pub(crate) mod storage;
 pub(crate) mod tfrecord;

@@ -15,6 +15,7 @@ use crate::options::ErrorPolicy;
 use crate::params::Params;
 use crate::run::{BuildContext, Input};
 use crate::sources::files::filename_of;
+use crate::sources::storage::StorageSpec;
 use crate::stage::{Arity, OpenFn, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
@@ -32,6 +33,10 @@ pub struct TfRecordSpec {
     pub max_record_len: u64,
     /// Read-ahead buffer per open file, in bytes (default 256 KiB).
     pub buffer_size: usize,
+    /// How URLs are reached and read (credentials, endpoint, block size, requests in
+    /// flight); empty: the environment's and the defaults.
+    #[serde(skip_serializing_if = "StorageSpec::is_empty")]
+    pub storage: StorageSpec,
 }
 
 impl Default for TfRecordSpec {
@@ -41,6 +46,7 @@ impl Default for TfRecordSpec {
             compression: d.compression,
             max_record_len: d.max_record_len,
             buffer_size: d.buffer_size,
+            storage: StorageSpec::default(),
         }
     }
 }
@@ -76,7 +82,7 @@ impl TfRecordSpec {
         };
         let input: Box<dyn Read + Send> = if sluice_storage::is_url(path) {
             let location = sluice_storage::Location::parse(path)?;
-            sluice_storage::open(&location, &Default::default())?
+            sluice_storage::open(&location, &self.storage.to_options())?
         } else {
             let file = File::open(path).map_err(|error| Error::Io {
                 path: path.into(),
