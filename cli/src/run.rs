@@ -147,6 +147,10 @@ pub(crate) struct Summary<'a> {
     bottleneck: Option<String>,
     stages: &'a [StageStats],
     output: Option<OutputSummary>,
+    /// Object stores read or written (requests, retries, bytes, request times), when any
+    /// was.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    storage: std::collections::BTreeMap<String, crate::common::StorageSummary>,
     /// What autotune changed or tried (see `sluice_core::autotune`).
     autotune: &'a [sluice_core::autotune::Decision],
     /// Set when Ctrl-C stopped the run after this many pipeline elements (a checkpoint was
@@ -176,6 +180,7 @@ impl<'a> Summary<'a> {
             bottleneck: ran.stats.bottleneck().map(|s| s.name.clone()),
             stages: &ran.stats.stages,
             output: None,
+            storage: crate::common::storage_summary(),
             autotune: &ran.stats.autotune,
             interrupted: None,
         }
@@ -569,6 +574,7 @@ pub(crate) fn print_report(
             if o.shards == 1 { "" } else { "s" }
         )?;
     }
+    crate::common::print_storage(out)?;
     Ok(())
 }
 

@@ -93,6 +93,9 @@ struct Report {
     bytes: u64,
     seconds: f64,
     mb_per_s: f64,
+    /// Object stores read (requests, retries, bytes, request times), when any was.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    storage: std::collections::BTreeMap<String, crate::common::StorageSummary>,
 }
 
 /// Runs `sluice verify`.
@@ -122,6 +125,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
             0.0
         },
         files,
+        storage: crate::common::storage_summary(),
     };
     let mut out = BufWriter::new(io::stdout().lock());
     if args.json {
@@ -129,6 +133,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
         writeln!(out)?;
     } else {
         print_table(&mut out, &report)?;
+        crate::common::print_storage(&mut out)?;
     }
     out.flush()?;
     Ok(if report.damaged_files > 0 {

@@ -60,6 +60,14 @@ fn verify_of_a_url_pattern_counts_every_record() {
             "{text}"
         );
     }
+    // What was asked of the store is reported: every byte of the four objects, once.
+    let store = &report["storage"]["s3://cli-verify"];
+    assert_eq!(store["bytes_read"], report["bytes"], "{text}");
+    assert!(
+        store["requests"].as_u64().unwrap() >= 5,
+        "a listing and 4 reads: {text}"
+    );
+    assert_eq!(store["retries"], 0, "{text}");
     // A damaged object is reported as the file would be, by URL and offset.
     let out = sluice()
         .args(["verify", "s3://cli-verify/data/corrupt_data_crc.tfrecord"])

@@ -25,7 +25,7 @@ The same pipelines as ``sluice run`` reads: :meth:`Pipeline.from_toml`. For PyTo
 """
 
 from . import errors
-from ._sluice import __version__
+from ._sluice import __version__, storage_stats
 from .errors import (
     CancelledError,
     DataLossError,
@@ -65,6 +65,7 @@ __all__ = [
     "range",
     "zip",
     "sample_from_datasets",
+    "storage_stats",
     "SluiceError",
     "InvalidArgumentError",
     "NotFoundError",

@@ -662,9 +662,18 @@ def tfrecord(
     global_shuffle: bool = False,
     index_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     num_parallel: NumParallel = None,
+    storage: Optional[Mapping[str, Any]] = None,
 ) -> Pipeline:
     """TFRecord files (``tf.data.TFRecordDataset``): paths or glob patterns, one or a
     list. Each element is ``{"record": bytes}``; follow with :meth:`Pipeline.parse_example`.
+
+    Paths may be URLs: ``s3://bucket/train-*``, ``gs://...``, ``az://...``,
+    ``http(s)://...``, ``file://...`` (globs expand by listing). Credentials and endpoints
+    come from the environment (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ...);
+    ``storage`` sets them explicitly, as ``[source.storage]`` does: object_store's keys
+    (``aws_endpoint``, ``aws_region``, ``google_service_account``, ...) and ``block_size``,
+    ``max_in_flight``, ``max_retries``. The values travel with the pipeline (also when it
+    is pickled) but are never printed.
 
     ``compression``: ``"auto"`` (per file), ``"none"``, ``"gzip"``, ``"zlib"``.
     ``shuffle_files`` shuffles the file list each epoch. ``global_shuffle`` reads every
@@ -686,6 +695,7 @@ def tfrecord(
         "global_shuffle": global_shuffle or None,
         "index_dir": os.fspath(index_dir) if index_dir is not None else None,
         "num_parallel": _num_parallel(num_parallel),
+        "storage": dict(storage) if storage else None,
     }
     spec.update({k: v for k, v in optional.items() if v is not None})
     return Pipeline(_make_source(("tfrecord", json.dumps(spec))))

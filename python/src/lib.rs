@@ -26,6 +26,7 @@ mod errors;
 mod iterator;
 mod pipeline;
 mod source;
+mod storage;
 
 /// The extension module.
 #[pymodule]
@@ -48,5 +49,6 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pipeline::check_options, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::build, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::stage_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::storage_stats, m)?)?;
     Ok(())
 }

@@ -93,3 +93,23 @@ def test_errors_over_s3_name_the_url(s3):
         sluice.tfrecord(f"{s3}/corrupt_data_crc.tfrecord").collect()
     assert info.value.file == f"{s3}/corrupt_data_crc.tfrecord"
     assert info.value.offset == 268
+
+
+def test_explicit_storage_options_and_stats(s3, fixtures):
+    name = "examples.tfrecord"
+    size = (fixtures / name).stat().st_size
+    before = sluice.storage_stats().get("s3://py-s3", {}).get("requests", 0)
+    pipeline = sluice.tfrecord(
+        f"{s3}/{name}",
+        storage={"aws_endpoint": os.environ["AWS_ENDPOINT_URL"], "aws_allow_http": True,
+                 "block_size": 1000, "max_in_flight": 2},
+    )
+    remote = [e["record"] for e in pipeline]
+    local = [e["record"] for e in sluice.tfrecord(str(fixtures / name))]
+    assert remote == local and len(local) == 64
+    stats = sluice.storage_stats()["s3://py-s3"]
+    # 1000-byte blocks: one request per 1000 bytes at least.
+    assert stats["requests"] - before > size // 1000
+    assert stats["retries"] == 0
+    with pytest.raises(sluice.InvalidArgumentError, match="aws_endpiont"):
+        list(sluice.tfrecord(f"{s3}/{name}", storage={"aws_endpiont": "x"}))
