@@ -58,6 +58,35 @@ fn s3_pipelines_equal_local_ones() {
         assert_eq!(remote, local, "{name}");
     }
 
+    // Global shuffle over remote shards: records read by offset (ranged requests), in the
+    // same global order as over the local files; indexes built once and cached by URL (and
+    // checked against the object's size and ETag).
+    let indexes = tempfile::tempdir().unwrap();
+    let shuffled = |pattern: &str| {
+        let spec = GlobalShuffleSpec::default()
+            .index_dir(indexes.path())
+            .seed(11);
+        digests(&Dataset::tfrecord_global_shuffle([pattern], spec).unwrap())
+    };
+    let local = shuffled(&format!("{FIXTURES}/images.tfrecord-*"));
+    let remote = shuffled("s3://pipelines/data/images.tfrecord-*");
+    assert_eq!(local.len(), 32);
+    assert_eq!(remote, local);
+    let cached = std::fs::read_dir(indexes.path()).unwrap().count();
+    assert_eq!(cached, 8, "4 local and 4 remote indexes");
+    let read_before = sluice_storage::stats()["s3://pipelines"].bytes_read;
+    assert_eq!(shuffled("s3://pipelines/data/images.tfrecord-*"), local);
+    let read = sluice_storage::stats()["s3://pipelines"].bytes_read - read_before;
+    let size: u64 = (0..4)
+        .map(|i| {
+            std::fs::metadata(format!("{FIXTURES}/images.tfrecord-0000{i}-of-00004"))
+                .unwrap()
+                .len()
+        })
+        .sum();
+    // The second run reads each record once, and no shard front to back again.
+    assert_eq!(read, size, "cached indexes: each byte read once");
+
     // `[source.storage]` reaches the store and sets how it is read: 1000-byte blocks are
     // one request per 1000 bytes (counted in the store's stats).
     server.upload_dir("configured", std::path::Path::new(FIXTURES), "data");

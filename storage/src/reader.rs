@@ -124,6 +124,34 @@ impl RemoteObject {
         runtime().block_on(async move { fetch.range(start, end).await })
     }
 
+    /// Several ranges, of this or other objects, read concurrently (at most `in_flight`
+    /// requests at once); the results in the order asked. This is how random access hides
+    /// the store's latency: one reader keeps many small reads in flight.
+    pub fn read_ranges(
+        reads: &[(&RemoteObject, u64, u64)],
+        in_flight: usize,
+    ) -> Vec<Result<Bytes>> {
+        let jobs: Vec<_> = reads
+            .iter()
+            .map(|(object, start, end)| {
+                let end = (*end).min(object.size);
+                let (fetch, start) = (object.fetch(), *start);
+                async move {
+                    if start >= end {
+                        Ok(Bytes::new())
+                    } else {
+                        fetch.range(start, end).await
+                    }
+                }
+            })
+            .collect();
+        runtime().block_on(
+            futures::stream::iter(jobs)
+                .buffered(in_flight.max(1))
+                .collect::<Vec<_>>(),
+        )
+    }
+
     fn fetch(&self) -> Fetch {
         Fetch {
             url: Arc::clone(&self.url),

@@ -84,9 +84,15 @@ use crate::sources::tfrecord::TfRecordSpec;
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 use crate::sync::LockExt;
+use sluice_storage::RemoteObject;
 
 /// Positions a reader thread reads and hands over at a time.
 const CHUNK: u64 = 16;
+/// Records per chunk when shards are remote: read concurrently, they hide the store's
+/// latency.
+const REMOTE_CHUNK: u64 = 64;
+/// Requests in flight per reader thread when shards are remote.
+const REMOTE_IN_FLIGHT: usize = 32;
 /// Chunks buffered per reader thread.
 const CHUNKS_AHEAD: usize = 2;
 /// Readers `auto` starts at most (reads of page-cached records need few threads).
@@ -229,6 +235,7 @@ impl GlobalShuffleStage {
             compression: self.reader.compression,
             max_record_len: self.reader.max_record_len,
             skip_bad_data: ctx.error_policy() == ErrorPolicy::Skip,
+            storage: self.reader.storage.to_options(),
         };
         Ok(GlobalShuffleStream {
             state: State::Start(input.open()?),
@@ -307,6 +314,8 @@ struct Shard {
     index: Arc<RecordIndex>,
     /// The open file, when shards are kept open.
     file: Option<Mutex<Option<Arc<File>>>>,
+    /// The object, when the shard is a URL (its reads pinned to the ETag it was indexed at).
+    remote: Option<RemoteObject>,
 }
 
 /// The shards of an epoch, and where each one's records start in the permutation's domain.
@@ -345,6 +354,64 @@ impl Shards {
         let data = read_record(shard, offset, length, r).map_err(wrap)?;
         ctx.metrics().add_in(1);
         Ok(Element::record(id, data, Some(provenance)))
+    }
+
+    /// Whether any shard is remote (reads then go out many at once, see [`read_many`]).
+    fn any_remote(&self) -> bool {
+        self.shards.iter().any(|s| s.remote.is_some())
+    }
+
+    /// Global records `g` as [`read`](Shards::read) gives them, remote ones fetched
+    /// concurrently (up to [`REMOTE_IN_FLIGHT`] requests at once per reader) so the store's
+    /// latency is paid once per chunk rather than once per record.
+    fn read_many(&self, globals: &[u64], ctx: &BuildContext) -> Vec<Result<Element>> {
+        let located: Vec<(usize, u64)> = globals.iter().map(|&g| self.locate(g)).collect();
+        let reads: Vec<(&RemoteObject, u64, u64)> = located
+            .iter()
+            .filter_map(|&(s, r)| {
+                let shard = &self.shards[s];
+                let (offset, length) = shard.index.record(r);
+                let end = offset + (HEADER_LEN + FOOTER_LEN) as u64 + length;
+                shard.remote.as_ref().map(|o| (o, offset, end))
+            })
+            .collect();
+        let mut fetched = RemoteObject::read_ranges(&reads, REMOTE_IN_FLIGHT).into_iter();
+        located
+            .into_iter()
+            .map(|(s, r)| {
+                let shard = &self.shards[s];
+                if shard.remote.is_none() {
+                    return self.read(s, r, ctx);
+                }
+                let (offset, length) = shard.index.record(r);
+                let id = ElementId::new(shard.file_index, r);
+                let provenance = Provenance {
+                    file: Arc::clone(&shard.path),
+                    offset,
+                };
+                let bytes = fetched
+                    .next()
+                    .unwrap_or_else(|| {
+                        Err(sluice_storage::Error::NoMatch {
+                            pattern: shard.path.to_string(),
+                        })
+                    })
+                    .map_err(Error::from)
+                    .and_then(|b| check_record(&shard.path, b, offset, length, r));
+                match bytes {
+                    Ok(data) => {
+                        ctx.metrics().add_in(1);
+                        Ok(Element::record(id, data, Some(provenance)))
+                    }
+                    Err(e) => Err(Error::Stage {
+                        stage: ctx.stage_label(),
+                        element: Some(id),
+                        provenance: Some(provenance),
+                        error: Box::new(e),
+                    }),
+                }
+            })
+            .collect()
     }
 }
 
@@ -389,6 +456,11 @@ fn read_record(shard: &Shard, offset: u64, length: u64, index: u64) -> Result<By
         indexed: length,
         found: length,
     })?;
+    if let Some(object) = &shard.remote {
+        let end = offset + (HEADER_LEN + FOOTER_LEN) as u64 + length;
+        let bytes = object.read_range(offset, end)?;
+        return check_record(&shard.path, bytes, offset, length, index);
+    }
     let mut buf = vec![0u8; HEADER_LEN + data_len + FOOTER_LEN];
     match &shard.file {
         Some(slot) => {
@@ -406,6 +478,26 @@ fn read_record(shard: &Shard, offset: u64, length: u64, index: u64) -> Result<By
             let file = File::open(&*shard.path).map_err(io_error)?;
             read_exact_at(&file, &mut buf, offset).map_err(io_error)?;
         }
+    }
+    check_record(&shard.path, Bytes::from(buf), offset, length, index)
+}
+
+/// A record's bytes as read at `offset` (header, data, footer): both CRCs checked, and the
+/// length the index gave; the data.
+fn check_record(path: &str, buf: Bytes, offset: u64, length: u64, index: u64) -> Result<Bytes> {
+    let file_name = || path.to_string();
+    let data_len = usize::try_from(length).unwrap_or(usize::MAX);
+    if buf.len()
+        != HEADER_LEN
+            .saturating_add(data_len)
+            .saturating_add(FOOTER_LEN)
+    {
+        return Err(sluice_proto::Error::TruncatedRecord {
+            file: file_name(),
+            offset,
+            index,
+        }
+        .into());
     }
     let found = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
     if masked_crc32c(&buf[..8]) != u32::from_le_bytes(buf[8..12].try_into().expect("4 bytes")) {
@@ -436,7 +528,7 @@ fn read_record(shard: &Shard, offset: u64, length: u64, index: u64) -> Result<By
         }
         .into());
     }
-    Ok(Bytes::from(buf).slice(HEADER_LEN..end))
+    Ok(buf.slice(HEADER_LEN..end))
 }
 
 type Chunk = Vec<Result<Element>>;
@@ -495,13 +587,6 @@ impl GlobalShuffleStream {
         while let Some(file) = files.next() {
             let file = file?;
             match filename_of(&file) {
-                Ok(p) if sluice_storage::is_url(&p) && !p.starts_with("file://") => {
-                    return Err(Error::invalid(format!(
-                        "{p}: global_shuffle reads records by offset from local files; \
-                         object-storage URLs are not supported by it yet (read them in order, \
-                         with `shuffle`, or copy the files locally)"
-                    )));
-                }
                 Ok(p) => list.push((p, file.id().source)),
                 Err(e) => {
                     if let Some(e) = self.ctx.on_error(self.ctx.element_error(&file, e)) {
@@ -510,13 +595,13 @@ impl GlobalShuffleStream {
                 }
             }
         }
-        let results = self.index_all(&list);
+        let results: Vec<Result<(Arc<RecordIndex>, Option<RemoteObject>)>> = self.index_all(&list);
         let keep_open = list.len() <= MAX_OPEN_FILES;
         let mut shards = Vec::with_capacity(list.len());
         let mut starts = vec![0u64];
         for ((path, file_index), result) in list.into_iter().zip(results) {
-            let index = match result {
-                Ok(index) => index,
+            let (index, remote) = match result {
+                Ok(found) => found,
                 Err(e) => match self.ctx.on_error(e) {
                     Some(e) => return Err(e),
                     None => continue,
@@ -527,21 +612,26 @@ impl GlobalShuffleStream {
                 path: Arc::from(path),
                 file_index,
                 index,
-                file: keep_open.then(|| Mutex::new(None)),
+                file: (keep_open && remote.is_none()).then(|| Mutex::new(None)),
+                remote,
             });
         }
         Ok(Shards { shards, starts })
     }
 
     /// Every shard's index, in parallel; errors carry the stage's context.
-    fn index_all(&self, list: &[(String, u64)]) -> Vec<Result<Arc<RecordIndex>>> {
+    fn index_all(
+        &self,
+        list: &[(String, u64)],
+    ) -> Vec<Result<(Arc<RecordIndex>, Option<RemoteObject>)>> {
         let threads = self.threads.clamp(1, list.len().max(1));
         let (ctx, options, cache) = (&self.ctx, &self.options, &*self.cache);
         let one = |i: usize| index_one(ctx, options, cache, &list[i].0, list[i].1);
         if threads == 1 {
             return (0..list.len()).map(one).collect();
         }
-        let mut out: Vec<Option<Result<Arc<RecordIndex>>>> =
+        #[allow(clippy::type_complexity)]
+        let mut out: Vec<Option<Result<(Arc<RecordIndex>, Option<RemoteObject>)>>> =
             (0..list.len()).map(|_| None).collect();
         let share = |w: usize| -> Vec<usize> { (w..list.len()).step_by(threads).collect() };
         std::thread::scope(|scope| {
@@ -601,7 +691,9 @@ impl GlobalShuffleStream {
         }
         self.ctx.metrics().add_busy(t.elapsed());
         let n = shards.len();
-        let chunks = (n - first).div_ceil(CHUNK);
+        let remote = shards.any_remote();
+        let chunk_len = if remote { REMOTE_CHUNK } else { CHUNK };
+        let chunks = (n - first).div_ceil(chunk_len);
         let threads = self.threads.min(chunks.max(1) as usize);
         let mut rxs = Vec::with_capacity(threads);
         let mut handles = Vec::with_capacity(threads);
@@ -616,12 +708,23 @@ impl GlobalShuffleStream {
                     let shutdown = ctx.shutdown().clone();
                     for c in (w as u64..chunks).step_by(threads) {
                         let t = Instant::now();
-                        let mut chunk = Vec::with_capacity(CHUNK as usize);
-                        for p in first + c * CHUNK..(first + (c + 1) * CHUNK).min(n) {
-                            let (s, r) = shards.locate(perm.apply(p));
-                            match shards.read(s, r, &ctx) {
-                                Ok(e) => chunk.push(Ok(e)),
-                                Err(e) => chunk.extend(ctx.on_error(e).map(Err)),
+                        let mut chunk = Vec::with_capacity(chunk_len as usize);
+                        let range = first + c * chunk_len..(first + (c + 1) * chunk_len).min(n);
+                        if remote {
+                            let globals: Vec<u64> = range.map(|p| perm.apply(p)).collect();
+                            for read in shards.read_many(&globals, &ctx) {
+                                match read {
+                                    Ok(e) => chunk.push(Ok(e)),
+                                    Err(e) => chunk.extend(ctx.on_error(e).map(Err)),
+                                }
+                            }
+                        } else {
+                            for p in range {
+                                let (s, r) = shards.locate(perm.apply(p));
+                                match shards.read(s, r, &ctx) {
+                                    Ok(e) => chunk.push(Ok(e)),
+                                    Err(e) => chunk.extend(ctx.on_error(e).map(Err)),
+                                }
                             }
                         }
                         ctx.metrics().add_busy(t.elapsed());
@@ -657,7 +760,7 @@ fn index_one(
     cache: &IndexCache,
     path: &str,
     file_index: u64,
-) -> Result<Arc<RecordIndex>> {
+) -> Result<(Arc<RecordIndex>, Option<RemoteObject>)> {
     let p = Path::new(path);
     let file_error = |e: Error| Error::Stage {
         stage: ctx.stage_label(),
@@ -665,13 +768,29 @@ fn index_one(
         provenance: None,
         error: Box::new(e),
     };
-    if let Ok(stamp) = FileStamp::of(p)
+    // A URL: the object as it is now (size, ETag); its index is cached in memory for as
+    // long as the object keeps that ETag.
+    let remote = match sluice_storage::Location::parse(path) {
+        Ok(location @ sluice_storage::Location::Remote(_)) => Some(
+            RemoteObject::open(&location, &options.storage).map_err(|e| file_error(e.into()))?,
+        ),
+        _ => None,
+    };
+    let stamp = match &remote {
+        Some(object) => Ok(FileStamp::of_object(object)),
+        None => FileStamp::of(p),
+    };
+    if let Ok(stamp) = stamp
         && let Some((s, index)) = cache.0.locked().get(path)
         && *s == stamp
     {
-        return Ok(Arc::clone(index));
+        return Ok((Arc::clone(index), remote));
     }
-    let indexed = record_index::load_or_build(p, options).map_err(file_error)?;
+    let indexed = match &remote {
+        Some(object) => record_index::load_or_build_remote(object, options),
+        None => record_index::load_or_build(p, options),
+    }
+    .map_err(file_error)?;
     if let Some(d) = indexed.damage {
         let err = Error::Stage {
             stage: ctx.stage_label(),
@@ -693,7 +812,7 @@ fn index_one(
             (indexed.stamp, Arc::clone(&indexed.index)),
         );
     }
-    Ok(indexed.index)
+    Ok((indexed.index, remote))
 }
 
 impl ElementStream for GlobalShuffleStream {

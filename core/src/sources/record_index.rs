@@ -84,6 +84,18 @@ pub(crate) struct FileStamp {
 }
 
 impl FileStamp {
+    /// The stamp of a remote object: its size, and its ETag (hashed) in place of the
+    /// modification time, so another version of the object has another stamp.
+    pub(crate) fn of_object(object: &sluice_storage::RemoteObject) -> FileStamp {
+        FileStamp {
+            size: object.size(),
+            mtime_ns: object.etag().map_or(0, |etag| {
+                let hash = sha2::Sha256::digest(etag.as_bytes());
+                u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
+            }),
+        }
+    }
+
     /// The stamp of the file at `path` now.
     pub(crate) fn of(path: &Path) -> io::Result<FileStamp> {
         let meta = fs::metadata(path)?;
@@ -192,6 +204,8 @@ pub(crate) struct IndexOptions {
     /// Scan past records whose *data* checksum is bad (their framing is intact, so they
     /// stay in the index and fail again when read); otherwise the scan stops at them.
     pub skip_bad_data: bool,
+    /// How remote shards are reached and read.
+    pub storage: sluice_storage::StorageOptions,
 }
 
 impl Default for IndexOptions {
@@ -201,6 +215,7 @@ impl Default for IndexOptions {
             compression: Compression::Auto,
             max_record_len: sluice_proto::tfrecord::DEFAULT_MAX_RECORD_LEN,
             skip_bad_data: false,
+            storage: sluice_storage::StorageOptions::default(),
         }
     }
 }
@@ -308,13 +323,48 @@ pub(crate) fn load_or_build(path: &Path, options: &IndexOptions) -> Result<Index
     check_uncompressed(&mut file, path, options.compression)?;
     let stamp = FileStamp::of(path).map_err(io_err)?;
     let locations = index_locations(path, options.index_dir.as_deref());
-    for location in &locations {
+    if let Some(loaded) = load(&locations, stamp) {
+        return Ok(loaded);
+    }
+    let file = File::open(path).map_err(io_err)?;
+    let scan = scan(file, &name, options)?;
+    let unchanged = FileStamp::of(path).ok() == Some(stamp);
+    Ok(keep(scan, stamp, &locations, unchanged, &name))
+}
+
+/// The index of a remote shard (an object-store URL): from the cache directory (or
+/// `index_dir`) when an index there was built from this version of the object (same size
+/// and ETag), else built by reading the object once front to back and written there. The
+/// object's reads are pinned to its ETag, so an index always describes the bytes later
+/// read by offset.
+pub(crate) fn load_or_build_remote(
+    object: &sluice_storage::RemoteObject,
+    options: &IndexOptions,
+) -> Result<IndexedFile> {
+    let name = object.url().to_string();
+    let stamp = FileStamp::of_object(object);
+    let dir = options.index_dir.clone().unwrap_or_else(default_cache_dir);
+    let locations = vec![cached_index_path(&dir, Path::new(&name))];
+    // An index of this version exists only if it was found uncompressed when built.
+    if let Some(loaded) = load(&locations, stamp) {
+        return Ok(loaded);
+    }
+    let head = object.read_range(0, HEADER_LEN as u64)?;
+    check_compression(&head, &name, options.compression)?;
+    let input = sluice_storage::RemoteReader::new(object.clone());
+    let scan = scan(input, &name, options)?;
+    Ok(keep(scan, stamp, &locations, true, &name))
+}
+
+/// The first index among `locations` that describes the shard of `stamp`.
+fn load(locations: &[PathBuf], stamp: FileStamp) -> Option<IndexedFile> {
+    for location in locations {
         let Ok(bytes) = fs::read(location) else {
             continue;
         };
         match RecordIndex::decode(&bytes, stamp) {
             Ok(index) => {
-                return Ok(IndexedFile {
+                return Some(IndexedFile {
                     index: Arc::new(index),
                     origin: IndexOrigin::Loaded(location.clone()),
                     stamp,
@@ -327,15 +377,25 @@ pub(crate) fn load_or_build(path: &Path, options: &IndexOptions) -> Result<Index
             }
         }
     }
-    let file = File::open(path).map_err(io_err)?;
-    let scan = scan(file, &name, options)?;
+    None
+}
+
+/// The scanned index, written to the first writable location when the shard was whole and
+/// did not change during the scan.
+fn keep(
+    scan: Scan,
+    stamp: FileStamp,
+    locations: &[PathBuf],
+    unchanged: bool,
+    name: &str,
+) -> IndexedFile {
     let index = RecordIndex {
         bounds: scan.bounds,
     };
     let mut written = None;
-    if scan.damage.is_none() && scan.bad_data == 0 && FileStamp::of(path).ok() == Some(stamp) {
+    if scan.damage.is_none() && scan.bad_data == 0 && unchanged {
         let bytes = index.encode(stamp);
-        for location in &locations {
+        for location in locations {
             match write_atomically(location, &bytes) {
                 Ok(()) => {
                     written = Some(location.clone());
@@ -350,31 +410,37 @@ pub(crate) fn load_or_build(path: &Path, options: &IndexOptions) -> Result<Index
             tracing::warn!(file = %name, "no writable place for the record index; it is kept in memory only");
         }
     }
-    Ok(IndexedFile {
+    IndexedFile {
         index: Arc::new(index),
         origin: IndexOrigin::Built(written),
         stamp,
         bad_data: scan.bad_data,
         damage: scan.damage,
-    })
+    }
 }
 
 /// Refuses GZIP and ZLIB shards (named or detected).
 fn check_uncompressed(file: &mut File, path: &Path, compression: Compression) -> Result<()> {
+    let mut head = [0u8; HEADER_LEN];
+    let n = match compression {
+        Compression::Auto => read_full(file, &mut head).map_err(|error| Error::Io {
+            path: path.to_path_buf(),
+            error,
+        })?,
+        _ => 0,
+    };
+    check_compression(&head[..n], &path.display().to_string(), compression)
+}
+
+/// Refuses GZIP and ZLIB shards, named or detected from the shard's first bytes `head`.
+fn check_compression(head: &[u8], name: &str, compression: Compression) -> Result<()> {
     let found = match compression {
-        Compression::Auto => {
-            let mut head = [0u8; HEADER_LEN];
-            let n = read_full(file, &mut head).map_err(|error| Error::Io {
-                path: path.to_path_buf(),
-                error,
-            })?;
-            Compression::detect(&head[..n])
-        }
+        Compression::Auto => Compression::detect(head),
         other => other,
     };
     match found {
         Compression::Gzip | Compression::Zlib => Err(Error::CompressedShard {
-            file: path.display().to_string(),
+            file: name.to_string(),
             compression: found.name(),
         }),
         _ => Ok(()),
@@ -422,8 +488,8 @@ struct Scan {
 }
 
 /// Scans a shard's framing, checking both CRCs of every record.
-fn scan(file: File, name: &str, options: &IndexOptions) -> Result<Scan> {
-    let mut input = io::BufReader::with_capacity(SCAN_BUFFER, file);
+fn scan(input: impl Read, name: &str, options: &IndexOptions) -> Result<Scan> {
+    let mut input = io::BufReader::with_capacity(SCAN_BUFFER, input);
     let mut bounds = vec![0u64];
     let mut bad_data = 0;
     let mut data = Vec::new();
