@@ -39,9 +39,9 @@ mod reader;
 mod runtime;
 mod stats;
 mod store;
-mod writer;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod writer;
 
 pub use error::{Error, Result};
 pub use list::expand;

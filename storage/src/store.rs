@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use object_store::{ObjectStore, RetryConfig};
 use object_store::aws::AmazonS3Builder;
 use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::path::Path;
+use object_store::{ObjectStore, RetryConfig};
 use url::Url;
 
 use crate::error::{Error, Result};

@@ -157,10 +157,12 @@ impl ObjectWriter {
                         if !rest.is_empty() {
                             up.put(rest).await?;
                         }
-                        up.shutdown().await.map_err(|e| object_store::Error::Generic {
-                            store: "upload",
-                            source: Box::new(e),
-                        })
+                        up.shutdown()
+                            .await
+                            .map_err(|e| object_store::Error::Generic {
+                                store: "upload",
+                                source: Box::new(e),
+                            })
                     })
                     .map_err(|e| Error::from_store(&name, self.bytes, 1, e))?;
                 counters.written(sent);
@@ -201,7 +203,12 @@ impl Write for ObjectWriter {
                 buffer.extend_from_slice(&buf[..n]);
                 n
             }
-            _ => return Err(std::io::Error::other(format!("{}: already committed", self.name))),
+            _ => {
+                return Err(std::io::Error::other(format!(
+                    "{}: already committed",
+                    self.name
+                )));
+            }
         };
         self.bytes += n as u64;
         if let Inner::Remote { buffer, .. } = &self.inner
