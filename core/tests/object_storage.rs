@@ -87,6 +87,26 @@ fn s3_pipelines_equal_local_ones() {
     // The second run reads each record once, and no shard front to back again.
     assert_eq!(read, size, "cached indexes: each byte read once");
 
+    // The disk cache holds a remote dataset's records locally: the second run reads
+    // nothing from the store.
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cached = || {
+        Dataset::tfrecord(["s3://pipelines/data/images.tfrecord-*"])
+            .unwrap()
+            .cache(CacheSpec::Directory(cache_dir.path().to_path_buf()))
+            .with_options(Options::default().with_seed(1))
+    };
+    let first = digests(&cached());
+    let read_before = sluice_storage::stats()["s3://pipelines"].bytes_read;
+    let second = digests(&cached());
+    assert_eq!(second, first);
+    assert_eq!(first.len(), 32);
+    assert_eq!(
+        sluice_storage::stats()["s3://pipelines"].bytes_read,
+        read_before,
+        "served from the local cache"
+    );
+
     // `[source.storage]` reaches the store and sets how it is read: 1000-byte blocks are
     // one request per 1000 bytes (counted in the store's stats).
     server.upload_dir("configured", std::path::Path::new(FIXTURES), "data");
