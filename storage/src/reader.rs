@@ -164,6 +164,10 @@ impl RemoteObject {
     }
 }
 
+/// The smallest request an object is split into to have several in flight (smaller
+/// objects are one request).
+pub(crate) const MIN_SPLIT_BLOCK: u64 = 1 << 20;
+
 /// An object read front to back (see the [module docs](self)).
 pub struct RemoteReader {
     object: RemoteObject,
@@ -200,13 +204,27 @@ impl RemoteReader {
         self.object.size
     }
 
+    /// The bytes per request: `block_size`, or less for an object smaller than
+    /// `max_in_flight` blocks, so that even a small object is read by several requests at
+    /// once (its latency overlapped), down to [`MIN_SPLIT_BLOCK`].
+    fn block(&self) -> u64 {
+        let options = self.object.options;
+        let share = self
+            .object
+            .size
+            .div_ceil(options.max_in_flight.max(1) as u64)
+            .max(MIN_SPLIT_BLOCK);
+        options.block_size.clamp(1, share.max(1))
+    }
+
     fn request_ahead(&mut self) {
         let options = self.object.options;
+        let block = self.block();
         while self.pending.len() < options.max_in_flight.max(1)
             && self.next_request < self.object.size
         {
             let start = self.next_request;
-            let end = (start + options.block_size.max(1)).min(self.object.size);
+            let end = (start + block).min(self.object.size);
             self.next_request = end;
             let job = self.object.fetch();
             self.pending
