@@ -399,6 +399,7 @@ fn files_shuffle_is_seeded_per_epoch() {
     let ds = Dataset::files_with(FilesSpec {
         patterns: vec![format!("{}/*.tfrecord", dir.path().display())],
         shuffle: true,
+        storage: Default::default(),
     })
     .unwrap()
     .with_options(Options::default().with_seed(5));

@@ -54,7 +54,13 @@ pub fn expand(pattern: &str, options: &StorageOptions) -> Result<Vec<Location>> 
             let _request = counters.start();
             let listed: Vec<object_store::ObjectMeta> = runtime()
                 .block_on(store.list(Some(&prefix_path)).try_collect())
-                .map_err(|e| Error::from_store(pattern, 0, 1, e))?;
+                .map_err(|e| match Error::from_store(pattern, 0, 1, e) {
+                    // object_store reports a listing's 404 as a generic error.
+                    Error::Request { url, message, .. } if message.contains("NoSuchBucket") => {
+                        Error::NotFound { url, message }
+                    }
+                    other => other,
+                })?;
             let opts = MatchOptions {
                 case_sensitive: true,
                 require_literal_separator: true,

@@ -168,7 +168,9 @@ impl RemoteObject {
 /// objects are one request).
 pub(crate) const MIN_SPLIT_BLOCK: u64 = 1 << 20;
 
-/// An object read front to back (see the [module docs](self)).
+/// An object read front to back: ranged requests kept in flight ahead of the reader, each
+/// pinned to the ETag, retried and resumed at the byte reached. After an error, the next
+/// read starts again at the failed block.
 pub struct RemoteReader {
     object: RemoteObject,
     /// Where the next block to request starts.
@@ -248,10 +250,22 @@ impl Read for RemoteReader {
             let Some(job) = self.pending.pop_front() else {
                 return Ok(0);
             };
-            let block = runtime()
+            let outcome = runtime()
                 .block_on(job)
-                .map_err(|e| std::io::Error::other(format!("{}: {e}", self.object.url)))?
-                .map_err(Error::into_io)?;
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", self.object.url)))
+                .and_then(|block| block.map_err(Error::into_io));
+            let block = match outcome {
+                Ok(block) => block,
+                Err(e) => {
+                    // Forget the blocks after the failed one: a later read starts again at
+                    // the failed block (with a fresh retry budget) instead of skipping it.
+                    for job in self.pending.drain(..) {
+                        job.abort();
+                    }
+                    self.next_request = self.pos;
+                    return Err(e);
+                }
+            };
             self.current = block;
             // Keep the pipe full while this block is consumed.
             self.request_ahead();

@@ -1,6 +1,9 @@
 //! A real S3-compatible server for tests (feature `testing`): moto's, started on 127.0.0.1
 //! on a free port once per test process and stopped when the process exits. It is found as
 //! `$SLUICE_MOTO_SERVER` or `moto_server` on the PATH (`pip install 'moto[server]'`).
+//!
+//! [`FaultProxy`] sits between a client and that server and injects failures (error
+//! statuses, bodies cut short, connections reset, latency) into ranged reads.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -15,6 +18,9 @@ use object_store::{ObjectStoreExt, PutPayload};
 
 use crate::options::StorageOptions;
 use crate::runtime::runtime;
+
+mod fault_proxy;
+pub use fault_proxy::*;
 
 /// The running server.
 pub struct S3Server {
@@ -66,20 +72,7 @@ pub fn s3_server() -> &'static S3Server {
 impl S3Server {
     /// Storage options that reach this server.
     pub fn options(&self) -> StorageOptions {
-        let mut options = BTreeMap::new();
-        for (k, v) in [
-            ("aws_endpoint", self.endpoint.as_str()),
-            ("aws_access_key_id", ACCESS_KEY),
-            ("aws_secret_access_key", SECRET_KEY),
-            ("aws_region", "us-east-1"),
-            ("aws_allow_http", "true"),
-        ] {
-            options.insert(k.to_string(), v.to_string());
-        }
-        StorageOptions {
-            options,
-            ..StorageOptions::default()
-        }
+        s3_options(&self.endpoint)
     }
 
     /// The environment variables that make every default-configured S3 read reach this
@@ -150,5 +143,24 @@ impl S3Server {
                 );
             }
         }
+    }
+}
+
+/// S3 storage options with the test credentials that reach the S3 server at `endpoint`
+/// (`http://host:port`).
+pub(crate) fn s3_options(endpoint: &str) -> StorageOptions {
+    let mut options = BTreeMap::new();
+    for (k, v) in [
+        ("aws_endpoint", endpoint),
+        ("aws_access_key_id", ACCESS_KEY),
+        ("aws_secret_access_key", SECRET_KEY),
+        ("aws_region", "us-east-1"),
+        ("aws_allow_http", "true"),
+    ] {
+        options.insert(k.to_string(), v.to_string());
+    }
+    StorageOptions {
+        options,
+        ..StorageOptions::default()
     }
 }
