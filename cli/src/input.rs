@@ -22,11 +22,19 @@ pub(crate) fn expand_url(pattern: &str) -> Result<Vec<String>> {
 pub(crate) fn open(name: &str) -> std::result::Result<(Box<dyn Read + Send>, u64), String> {
     if is_url(name) {
         let location = sluice_storage::Location::parse(name).map_err(|e| e.to_string())?;
-        let options = Default::default();
-        let size = sluice_storage::size(&location, &options).map_err(|e| e.to_string())?;
-        let reader = sluice_storage::open(&location, &options).map_err(|e| e.to_string())?;
-        return Ok((reader, size));
+        let sluice_storage::Location::Local(path) = location else {
+            let reader = sluice_storage::RemoteReader::open(&location, &Default::default())
+                .map_err(|e| e.to_string())?;
+            let size = reader.size();
+            return Ok((Box::new(reader), size));
+        };
+        return open_file(&path);
     }
+    open_file(std::path::Path::new(name))
+}
+
+/// A local file and its size.
+fn open_file(name: &std::path::Path) -> std::result::Result<(Box<dyn Read + Send>, u64), String> {
     let file = File::open(name).map_err(|e| format!("cannot open: {e}"))?;
     let size = file
         .metadata()

@@ -33,6 +33,7 @@
 
 mod error;
 mod list;
+mod listed;
 mod location;
 mod options;
 mod reader;

@@ -29,7 +29,10 @@ pub fn expand(pattern: &str, options: &StorageOptions) -> Result<Vec<Location>> 
                 // One object: it exists or the pattern matches nothing.
                 let _request = counters.start();
                 return match runtime().block_on(store.head(&path)) {
-                    Ok(_) => Ok(vec![Location::Remote(url)]),
+                    Ok(meta) => {
+                        crate::listed::remember(url.as_str(), meta.size, meta.e_tag);
+                        Ok(vec![Location::Remote(url)])
+                    }
                     Err(object_store::Error::NotFound { .. }) => Err(Error::NoMatch {
                         pattern: pattern.to_string(),
                     }),
@@ -68,7 +71,13 @@ pub fn expand(pattern: &str, options: &StorageOptions) -> Result<Vec<Location>> 
             };
             let mut keys: Vec<String> = listed
                 .into_iter()
-                .map(|m| m.location.as_ref().to_string())
+                .map(|m| {
+                    let key = m.location.as_ref().to_string();
+                    let mut u = url.clone();
+                    u.set_path(&format!("/{key}"));
+                    crate::listed::remember(u.as_str(), m.size, m.e_tag);
+                    key
+                })
                 .filter(|k| match &matcher {
                     Some(m) => m.matches_with(k, opts),
                     None => *k == key,

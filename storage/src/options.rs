@@ -30,9 +30,7 @@ impl std::fmt::Debug for StorageOptions {
 /// exponential backoff from `initial_backoff`, resuming at the byte reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
-    /// Bytes per request (default 8 MiB). An object smaller than `max_in_flight` blocks is
-    /// read in `max_in_flight` requests of at least 1 MiB each, so that its requests
-    /// overlap too.
+    /// Bytes per request (default 8 MiB).
     pub block_size: u64,
     /// Requests in flight per object (default 4: 32 MiB ahead, enough to hide ~50 ms of
     /// latency at 600 MB/s per object).

@@ -60,6 +60,8 @@ pub struct RemoteObject {
     size: u64,
     etag: Option<String>,
     options: ReadOptions,
+    /// The size and ETag came from a recent listing, not from a HEAD of this object.
+    from_listing: bool,
 }
 
 impl std::fmt::Debug for RemoteObject {
@@ -82,20 +84,43 @@ impl RemoteObject {
             });
         };
         let (store, path) = store_for(url, options)?;
-        let meta = {
-            let _request = store.counters.start();
-            runtime()
-                .block_on(store.store.head(&path))
-                .map_err(|e| Error::from_store(url.as_str(), 0, 1, e))?
-        };
-        Ok(RemoteObject {
+        // Just listed: the listing's size and ETag (the reads are pinned to that ETag).
+        if let Some((size, etag)) = crate::listed::recall(url.as_str()) {
+            return Ok(RemoteObject {
+                url: url.as_str().into(),
+                store,
+                path,
+                size,
+                etag,
+                options: options.read,
+                from_listing: true,
+            });
+        }
+        let mut object = RemoteObject {
             url: url.as_str().into(),
             store,
             path,
-            size: meta.size,
-            etag: meta.e_tag,
+            size: 0,
+            etag: None,
             options: options.read,
-        })
+            from_listing: false,
+        };
+        object.look_up()?;
+        Ok(object)
+    }
+
+    /// Asks the store for the object's size and ETag now (a HEAD request).
+    fn look_up(&mut self) -> Result<()> {
+        let meta = {
+            let _request = self.store.counters.start();
+            runtime()
+                .block_on(self.store.store.head(&self.path))
+                .map_err(|e| Error::from_store(&self.url, 0, 1, e))?
+        };
+        self.size = meta.size;
+        self.etag = meta.e_tag;
+        self.from_listing = false;
+        Ok(())
     }
 
     /// The object's URL.
@@ -164,10 +189,6 @@ impl RemoteObject {
     }
 }
 
-/// The smallest request an object is split into to have several in flight (smaller
-/// objects are one request).
-pub(crate) const MIN_SPLIT_BLOCK: u64 = 1 << 20;
-
 /// An object read front to back: ranged requests kept in flight ahead of the reader, each
 /// pinned to the ETag, retried and resumed at the byte reached. After an error, the next
 /// read starts again at the failed block.
@@ -190,15 +211,25 @@ impl RemoteReader {
         Ok(RemoteReader::new(RemoteObject::open(location, options)?))
     }
 
-    /// Reads `object` from its start.
+    /// Reads `object` from its start; the first requests go out now.
     pub fn new(object: RemoteObject) -> RemoteReader {
-        RemoteReader {
+        let mut reader = RemoteReader {
             object,
             next_request: 0,
             pending: VecDeque::new(),
             current: Bytes::new(),
             pos: 0,
+        };
+        reader.request_ahead();
+        reader
+    }
+
+    /// Drops the requests in flight; the next read asks again from `pos`.
+    fn forget_pending(&mut self) {
+        for job in self.pending.drain(..) {
+            job.abort();
         }
+        self.next_request = self.pos;
     }
 
     /// The object's size in bytes.
@@ -206,22 +237,9 @@ impl RemoteReader {
         self.object.size
     }
 
-    /// The bytes per request: `block_size`, or less for an object smaller than
-    /// `max_in_flight` blocks, so that even a small object is read by several requests at
-    /// once (its latency overlapped), down to [`MIN_SPLIT_BLOCK`].
-    fn block(&self) -> u64 {
-        let options = self.object.options;
-        let share = self
-            .object
-            .size
-            .div_ceil(options.max_in_flight.max(1) as u64)
-            .max(MIN_SPLIT_BLOCK);
-        options.block_size.clamp(1, share.max(1))
-    }
-
     fn request_ahead(&mut self) {
         let options = self.object.options;
-        let block = self.block();
+        let block = options.block_size.max(1);
         while self.pending.len() < options.max_in_flight.max(1)
             && self.next_request < self.object.size
         {
@@ -259,10 +277,17 @@ impl Read for RemoteReader {
                 Err(e) => {
                     // Forget the blocks after the failed one: a later read starts again at
                     // the failed block (with a fresh retry budget) instead of skipping it.
-                    for job in self.pending.drain(..) {
-                        job.abort();
+                    self.forget_pending();
+                    let changed = e
+                        .get_ref()
+                        .and_then(|e| e.downcast_ref::<Error>())
+                        .is_some_and(|e| matches!(e, Error::Changed { .. }));
+                    if changed && self.pos == 0 && self.object.from_listing {
+                        // Replaced between the listing and this first read: nothing was
+                        // returned yet, so read the object as it is now.
+                        self.object.look_up().map_err(Error::into_io)?;
+                        return self.read(buf);
                     }
-                    self.next_request = self.pos;
                     return Err(e);
                 }
             };

@@ -215,6 +215,7 @@ impl Stage for TfRecordSpec {
         Ok(Box::new(Sequential {
             files: input.open()?,
             current: None,
+            ahead: None,
             spec: self.clone(),
             ctx: ctx.clone(),
         }))
@@ -250,12 +251,27 @@ impl Stage for TfRecordFile {
     }
 }
 
-/// Reads the files of a file list one after the other.
+/// Reads the files of a file list one after the other. While an object-store file is
+/// read, the next one (when it is one too) is already open, its first requests in flight.
 struct Sequential {
     files: BoxStream,
     current: Option<BoxStream>,
+    /// The next entry of the file list, taken ahead (and opened, when an object-store
+    /// file).
+    ahead: Option<Result<(Element, Option<Result<BoxStream>>)>>,
     spec: TfRecordSpec,
     ctx: BuildContext,
+}
+
+impl Sequential {
+    fn open(&self, file: &Element) -> Result<BoxStream> {
+        filename_of(file).and_then(|path| self.spec.open_file(&path, file.id().source, &self.ctx))
+    }
+}
+
+/// Whether a file-list element names an object-store file.
+fn is_remote(file: &Element) -> bool {
+    filename_of(file).is_ok_and(|p| sluice_storage::is_url(&p) && !p.starts_with("file://"))
 }
 
 impl ElementStream for Sequential {
@@ -267,12 +283,24 @@ impl ElementStream for Sequential {
                     None => self.current = None,
                 }
             }
-            let file = match self.files.next()? {
-                Ok(f) => f,
+            let (file, opened) = match self
+                .ahead
+                .take()
+                .or_else(|| self.files.next().map(|r| r.map(|f| (f, None))))?
+            {
+                Ok(entry) => entry,
                 Err(e) => return Some(Err(e)),
             };
-            let opened = filename_of(&file)
-                .and_then(|path| self.spec.open_file(&path, file.id().source, &self.ctx));
+            let opened = opened.unwrap_or_else(|| self.open(&file));
+            if is_remote(&file) {
+                // Take the next entry now; open it now if it is an object-store file too.
+                self.ahead = self.files.next().map(|r| {
+                    r.map(|next| {
+                        let opened = is_remote(&next).then(|| self.open(&next));
+                        (next, opened)
+                    })
+                });
+            }
             match opened {
                 Ok(s) => self.current = Some(s),
                 Err(e) => {

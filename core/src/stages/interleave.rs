@@ -236,6 +236,7 @@ impl Stage for InterleaveStage {
         }
         Ok(Box::new(InterleaveStream {
             files: Some(files),
+            ahead: VecDeque::new(),
             slots: (0..self.spec.cycle_length).map(|_| None).collect(),
             cycle: 0,
             block: 0,
@@ -281,8 +282,21 @@ impl Slot {
     }
 }
 
+/// A file taken from the list before a slot needed it.
+enum Ahead {
+    /// An object-store file, opened as soon as it was taken: its first requests are in
+    /// flight while the open files are read (tf.data's "future elements" of parallel
+    /// interleave), so opening it later costs no round trip.
+    Opened(Element, Result<BoxStream>),
+    /// A local file, opened when a slot takes it.
+    Later(Element),
+}
+
 struct InterleaveStream {
     files: Option<BoxStream>,
+    /// Files taken ahead of the slots (only after an object-store file, at most
+    /// `cycle_length`).
+    ahead: VecDeque<Ahead>,
     slots: Vec<Option<Slot>>,
     cycle: usize,
     block: usize,
@@ -297,21 +311,67 @@ struct InterleaveStream {
 }
 
 impl InterleaveStream {
+    fn open_file(&self, file: &Element) -> Result<BoxStream> {
+        (self.open)(file).and_then(|d| self.ctx.open_dataset(&d))
+    }
+
+    /// The next file of the list and its stream: from the files taken ahead, else from
+    /// the list. `None` when the list is exhausted.
+    fn take_file(&mut self) -> Option<Result<(Element, Result<BoxStream>)>> {
+        if let Some(ahead) = self.ahead.pop_front() {
+            return Some(Ok(match ahead {
+                Ahead::Opened(file, opened) => (file, opened),
+                Ahead::Later(file) => {
+                    let opened = self.open_file(&file);
+                    (file, opened)
+                }
+            }));
+        }
+        let file = match self.files.as_mut()?.next() {
+            None => {
+                self.files = None;
+                return None;
+            }
+            Some(Err(e)) => return Some(Err(e)),
+            Some(Ok(f)) => f,
+        };
+        let opened = self.open_file(&file);
+        Some(Ok((file, opened)))
+    }
+
+    /// After an object-store file was opened: takes up to `cycle_length` more files from
+    /// the list and opens the object-store ones now (stopping at the first local one).
+    fn open_ahead(&mut self) {
+        while self.ahead.len() < 2 * self.spec.cycle_length {
+            if matches!(self.ahead.back(), Some(Ahead::Later(_))) {
+                return;
+            }
+            let Some(files) = self.files.as_mut() else {
+                return;
+            };
+            match files.next() {
+                Some(Ok(file)) => {
+                    let ahead = if is_remote(&file) {
+                        let opened = self.open_file(&file);
+                        Ahead::Opened(file, opened)
+                    } else {
+                        Ahead::Later(file)
+                    };
+                    self.ahead.push_back(ahead);
+                }
+                // An error or the end: left for `take_file` to meet.
+                _ => return,
+            }
+        }
+    }
+
     /// Opens the next file into `slot`. Returns false when the file list is exhausted.
     fn open_next(&mut self, slot: usize) -> Result<bool> {
-        let Some(files) = self.files.as_mut() else {
-            return Ok(false);
-        };
         loop {
-            let file = match files.next() {
-                None => {
-                    self.files = None;
-                    return Ok(false);
-                }
-                Some(Err(e)) => return Err(e),
-                Some(Ok(f)) => f,
+            let Some(taken) = self.take_file() else {
+                return Ok(false);
             };
-            let opened = (self.open)(&file).and_then(|d| self.ctx.open_dataset(&d));
+            let (file, opened) = taken?;
             match opened {
                 Ok(s) => {
                     self.slots[slot] = Some(if slot < self.threads() {
@@ -319,6 +379,9 @@ impl InterleaveStream {
                     } else {
                         Slot::Inline(VecDeque::new(), Some(s))
                     });
+                    if is_remote(&file) {
+                        self.open_ahead();
+                    }
                     return Ok(true);
                 }
                 Err(e) => {
@@ -385,7 +448,10 @@ impl InterleaveStream {
 impl ElementStream for InterleaveStream {
     fn next(&mut self) -> Option<Result<Element>> {
         loop {
-            if self.files.is_none() && self.slots.iter().all(Option::is_none) {
+            if self.files.is_none()
+                && self.ahead.is_empty()
+                && self.slots.iter().all(Option::is_none)
+            {
                 return None;
             }
             if self.parallel && !self.spec.deterministic {
@@ -443,4 +509,10 @@ impl ElementStream for InterleaveStream {
             }
         }
     }
+}
+
+/// Whether a file-list element names an object-store file (a URL other than `file://`).
+fn is_remote(file: &Element) -> bool {
+    crate::sources::files::filename_of(file)
+        .is_ok_and(|p| sluice_storage::is_url(&p) && !p.starts_with("file://"))
 }
