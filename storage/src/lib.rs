@@ -48,6 +48,6 @@ pub use error::{Error, Result};
 pub use list::expand;
 pub use location::{Location, is_url};
 pub use options::{ReadOptions, StorageOptions, is_option_key};
-pub use reader::{RemoteObject, RemoteReader, open, size};
+pub use reader::{RemoteObject, RemoteReader, open, open_ahead, size};
 pub use stats::{StoreStats, stats};
 pub use writer::{ObjectWriter, create};

@@ -34,6 +34,83 @@ pub fn open(location: &Location, options: &StorageOptions) -> Result<Box<dyn Rea
     }
 }
 
+/// Opens `location` for reading without waiting for the store: an object's lookup (size and
+/// ETag, unless a recent listing gave them) and its first requests go out in the background,
+/// so that opening the next files while others are read costs no round trip. Errors (a
+/// missing object, access denied) come at the first read, as `io::Error`s wrapping
+/// [`Error`]. A local file is opened now, as by [`open`].
+pub fn open_ahead(location: &Location, options: &StorageOptions) -> Result<Box<dyn Read + Send>> {
+    match location {
+        Location::Local(_) => open(location, options),
+        Location::Remote(url) => {
+            if crate::listed::recall(url.as_str()).is_some() {
+                return open(location, options);
+            }
+            let (store, path) = store_for(url, options)?;
+            let object = RemoteObject {
+                url: url.as_str().into(),
+                store,
+                path,
+                size: 0,
+                etag: None,
+                options: options.read,
+                from_listing: false,
+            };
+            let lookup = runtime().spawn(async move {
+                let mut object = object;
+                let meta = {
+                    let _request = object.store.counters.start();
+                    object
+                        .store
+                        .store
+                        .head(&object.path)
+                        .await
+                        .map_err(|e| Error::from_store(&object.url, 0, 1, e))?
+                };
+                object.size = meta.size;
+                object.etag = meta.e_tag;
+                let mut reader = RemoteReader::idle(object);
+                reader.request_ahead();
+                Ok(reader)
+            });
+            Ok(Box::new(LookingUp {
+                lookup: Some(lookup),
+                reader: None,
+            }))
+        }
+    }
+}
+
+/// A [`RemoteReader`] whose object is being looked up.
+struct LookingUp {
+    lookup: Option<JoinHandle<Result<RemoteReader>>>,
+    reader: Option<RemoteReader>,
+}
+
+impl Read for LookingUp {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(lookup) = self.lookup.take() {
+            let reader = runtime()
+                .block_on(lookup)
+                .map_err(std::io::Error::other)?
+                .map_err(Error::into_io)?;
+            self.reader = Some(reader);
+        }
+        match self.reader.as_mut() {
+            Some(reader) => reader.read(buf),
+            None => Err(std::io::Error::other("the object's lookup failed earlier")),
+        }
+    }
+}
+
+impl Drop for LookingUp {
+    fn drop(&mut self) {
+        if let Some(lookup) = &self.lookup {
+            lookup.abort();
+        }
+    }
+}
+
 /// The size in bytes of the file or object at `location`.
 pub fn size(location: &Location, options: &StorageOptions) -> Result<u64> {
     match location {
@@ -213,15 +290,20 @@ impl RemoteReader {
 
     /// Reads `object` from its start; the first requests go out now.
     pub fn new(object: RemoteObject) -> RemoteReader {
-        let mut reader = RemoteReader {
+        let mut reader = RemoteReader::idle(object);
+        reader.request_ahead();
+        reader
+    }
+
+    /// A reader of `object` with nothing requested yet.
+    fn idle(object: RemoteObject) -> RemoteReader {
+        RemoteReader {
             object,
             next_request: 0,
             pending: VecDeque::new(),
             current: Bytes::new(),
             pos: 0,
-        };
-        reader.request_ahead();
-        reader
+        }
     }
 
     /// Drops the requests in flight; the next read asks again from `pos`.

@@ -164,3 +164,38 @@ fn an_object_replaced_after_its_listing_is_read_as_it_is_now() {
         .unwrap();
     assert_eq!(got, vec![2u8; 12_000]);
 }
+
+#[test]
+fn open_ahead_looks_up_in_the_background_and_errors_at_the_first_read() {
+    s3_server().create_bucket("ahead");
+    let bytes: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+    s3_server().put("ahead", "obj.bin", bytes.clone());
+    let mut o = options();
+    o.read = ReadOptions {
+        block_size: 4096,
+        max_in_flight: 3,
+        ..ReadOptions::default()
+    };
+    // Never listed: the HEAD and the first requests go out without blocking the caller.
+    let at = Location::parse("s3://ahead/obj.bin").unwrap();
+    let mut got = Vec::new();
+    sluice_storage::open_ahead(&at, &o)
+        .unwrap()
+        .read_to_end(&mut got)
+        .unwrap();
+    assert_eq!(got, bytes);
+    // A missing object opens, and its first read is the error.
+    let missing = Location::parse("s3://ahead/missing.bin").unwrap();
+    let mut reader = sluice_storage::open_ahead(&missing, &o).unwrap();
+    let err = reader.read(&mut [0u8; 16]).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound, "{err}");
+    let inner = err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<Error>())
+        .unwrap();
+    assert!(matches!(inner, Error::NotFound { .. }), "{inner}");
+    assert!(
+        inner.to_string().starts_with("s3://ahead/missing.bin"),
+        "{inner}"
+    );
+}

@@ -82,7 +82,9 @@ impl TfRecordSpec {
         };
         let input: Box<dyn Read + Send> = if sluice_storage::is_url(path) {
             let location = sluice_storage::Location::parse(path)?;
-            sluice_storage::open(&location, &self.storage.to_options())?
+            // The lookup and first requests go out now; errors come with the first read
+            // (and name the URL and offset).
+            sluice_storage::open_ahead(&location, &self.storage.to_options())?
         } else {
             let file = File::open(path).map_err(|error| Error::Io {
                 path: path.into(),
