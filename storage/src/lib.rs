@@ -46,6 +46,7 @@ mod writer;
 
 pub use error::{Error, Result};
 pub use list::expand;
+pub use listed::listed_size;
 pub use location::{Location, is_url};
 pub use options::{ReadOptions, StorageOptions, is_option_key};
 pub use reader::{RemoteObject, RemoteReader, open, open_ahead, size};

@@ -34,6 +34,18 @@ pub(crate) fn remember(url: &str, size: u64, etag: Option<String>) {
     map.insert(url.to_string(), (size, etag, Instant::now()));
 }
 
+/// The size a recent listing gave for the object at `url` (a URL as written).
+///
+/// ```
+/// assert_eq!(sluice_storage::listed_size("s3://bucket/never-listed"), None);
+/// ```
+pub fn listed_size(url: &str) -> Option<u64> {
+    let map = LISTED.get()?.lock().unwrap_or_else(|p| p.into_inner());
+    map.get(url)
+        .filter(|(_, _, at)| at.elapsed() < FRESH)
+        .map(|(size, _, _)| *size)
+}
+
 /// The size and ETag a recent listing gave for `url`.
 pub(crate) fn recall(url: &str) -> Option<(u64, Option<String>)> {
     let map = LISTED.get()?.lock().unwrap_or_else(|p| p.into_inner());
