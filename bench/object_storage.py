@@ -169,7 +169,6 @@ def parse(sluice: str, endpoint: str, in_flight: int, workdir: Path, total: int)
     assert store["bytes_read"] == 5 * total, (store, total)
     return {"bytes": store["bytes_read"], "seconds": s["seconds"],
             "mb_per_s": store["bytes_read"] / 1e6 / s["seconds"],
-            "records_per_s": s["elements"] * 256 / s["seconds"] if s.get("batches") else None,
             "requests": store["requests"], "retries": store["retries"],
             "max_in_flight": store["max_in_flight"]}
 

@@ -113,3 +113,20 @@ def test_explicit_storage_options_and_stats(s3, fixtures):
     assert stats["retries"] == 0
     with pytest.raises(sluice.InvalidArgumentError, match="aws_endpiont"):
         list(sluice.tfrecord(f"{s3}/{name}", storage={"aws_endpiont": "x"}))
+
+
+@pytest.mark.parametrize("name", ["examples.tfrecord", "examples.tfrecord.gz", "examples.tfrecord.zlib"])
+def test_every_compression_reads_as_the_local_file(s3, fixtures, name):
+    remote = [e["record"] for e in sluice.tfrecord(f"{s3}/{name}")]
+    local = [e["record"] for e in sluice.tfrecord(str(fixtures / name))]
+    assert len(local) == 64
+    assert remote == local
+
+
+def test_global_shuffle_over_s3_equals_local(s3, fixtures, tmp_path):
+    def shuffled(root):
+        return [e["record"] for e in sluice.tfrecord(f"{root}/images.tfrecord-*", global_shuffle=True,
+                                                     index_dir=tmp_path).options(seed=3)]
+    local = shuffled(str(fixtures))
+    assert len(local) == 32
+    assert shuffled(s3) == local
