@@ -73,6 +73,11 @@ impl Params {
         )
     }
 
+    /// The parameters as one JSON object.
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.0.clone())
+    }
+
     /// The canonical encoding fingerprints hash: compact JSON with sorted keys.
     pub fn canonical(&self) -> String {
         // serde_json's `Map` is a BTreeMap here (no `preserve_order`), so keys are sorted.

@@ -113,12 +113,19 @@ fn s3_pipelines_equal_local_ones() {
     let toml = format!(
         "[source]\nfiles = \"s3://configured/data/examples.tfrecord\"\n\
          [source.storage]\naws_endpoint = \"{}\"\naws_allow_http = true\n\
+         aws_access_key_id = \"testing\"\naws_secret_access_key = \"storage-secret-42\"\n\
          block_size = 1000\nmax_in_flight = 2\n\
          [[stage]]\nkind = \"take\"\ncount = 64\n",
         server.endpoint
     );
     let file = sluice_core::pipeline_file::PipelineFile::from_toml(&toml).unwrap();
-    let remote = digests(&file.build().unwrap());
+    let built = file.build().unwrap();
+    // The secret reaches the store but never `explain` (nor stats, which show the same
+    // parameters).
+    let explained = built.explain().unwrap();
+    assert!(explained.contains("<set>"), "{explained}");
+    assert!(!explained.contains("storage-secret-42"), "{explained}");
+    let remote = digests(&built);
     let local = digests(&Dataset::tfrecord([format!("{FIXTURES}/examples.tfrecord")]).unwrap());
     assert_eq!(remote, local);
     let size = std::fs::metadata(format!("{FIXTURES}/examples.tfrecord"))

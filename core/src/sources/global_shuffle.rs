@@ -256,7 +256,7 @@ impl Stage for GlobalShuffleStage {
     }
 
     fn params(&self) -> Params {
-        Params::of(&self.spec).with("reader", &self.reader)
+        Params::of(&self.spec).with("reader", self.reader.redacted_params().to_value())
     }
 
     fn validate(&self) -> std::result::Result<(), Invalid> {

@@ -57,6 +57,25 @@ impl StorageSpec {
         *self == StorageSpec::default()
     }
 
+    /// What `explain`, stats and fingerprints show of it: Sluice's keys with their values,
+    /// the store options' keys with `"<set>"` (their values may be secrets).
+    pub fn redacted(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        if let Some(b) = self.block_size {
+            out.insert("block_size".into(), b.0.into());
+        }
+        if let Some(n) = self.max_in_flight {
+            out.insert("max_in_flight".into(), n.into());
+        }
+        if let Some(n) = self.max_retries {
+            out.insert("max_retries".into(), n.into());
+        }
+        for key in self.options.keys() {
+            out.insert(key.clone(), "<set>".into());
+        }
+        serde_json::Value::Object(out)
+    }
+
     /// The running options.
     pub fn to_options(&self) -> sluice_storage::StorageOptions {
         let d = sluice_storage::ReadOptions::default();
@@ -153,6 +172,8 @@ mod tests {
         assert_eq!(options.read.max_in_flight, 8);
         assert_eq!(options.options.len(), 3);
         assert!(!format!("{spec:?}").contains("hunter2"));
+        assert!(!spec.redacted().to_string().contains("hunter2"));
+        assert_eq!(spec.redacted()["aws_secret_access_key"], "<set>");
         assert!(spec.check(&[]).is_ok());
         // Round trip through the serialized form.
         let again: StorageSpec = toml::from_str(&toml::to_string(&spec).unwrap()).unwrap();

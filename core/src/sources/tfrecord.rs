@@ -66,6 +66,17 @@ pub(crate) mod compression_str {
 }
 
 impl TfRecordSpec {
+    /// The spec's parameters as `explain`, stats and fingerprints show them: `storage`
+    /// without the values of store options (they may be secrets).
+    pub(crate) fn redacted_params(&self) -> Params {
+        let params = Params::of(self).without(&["storage"]);
+        if self.storage.is_empty() {
+            params
+        } else {
+            params.with("storage", self.storage.redacted())
+        }
+    }
+
     /// Opens one file as a stream of record elements. `file_index` becomes the source of the
     /// element ids.
     pub fn open_file(&self, path: &str, file_index: u64, ctx: &BuildContext) -> Result<BoxStream> {
@@ -166,7 +177,7 @@ impl Stage for TfRecordSpec {
     }
 
     fn params(&self) -> Params {
-        Params::of(self)
+        self.redacted_params()
     }
 
     fn validate(&self) -> std::result::Result<(), Invalid> {
@@ -239,7 +250,8 @@ impl Stage for TfRecordFile {
     }
 
     fn params(&self) -> Params {
-        Params::of(&self.spec)
+        self.spec
+            .redacted_params()
             .with("path", &self.path)
             .with("file_index", self.file_index)
     }
