@@ -7,7 +7,7 @@
 //! | zip | ✓ | | ✓ | |
 //! | sample_from | | ✓ | ✓ | |
 //! | tfrecord → interleave (parallel) → parse_example | | ✓ | ✓ | ✓ |
-//! | tfrecord → shard → parse_example | ✓ | | ✓ | |
+//! | tfrecord → shard (file or record level) → parse_example | ✓ | | ✓ | |
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -84,15 +84,23 @@ proptest! {
         prop_assert_eq!(check_exactly_once(interleaved, n, |v: &[i64]| v.to_vec()), Ok(()));
         prop_assert_eq!(check_deterministic(interleaved, n, seed), Ok(()));
         prop_assert_eq!(check_bounded(interleaved, n, 0, 64 * cycle + n as usize), Ok(()));
-        // Shard 0 of `shards` reads files 0, shards, 2 * shards, ... one after the other.
+        // With enough files, shard 0 of `shards` reads files 0, shards, 2 * shards, ... one
+        // after the other (file level); with fewer, every file, keeping records 0, shards,
+        // 2 * shards, ... of the whole stream (record level).
         let sharded = |_: Dataset| {
             Dataset::tfrecord([pattern.as_str()]).unwrap().shard(shards, 0).parse_example(parse())
         };
+        let file_level = sluice_core::optimize::enough_files(files as u64, shards);
         let mine = |_: &[i64]| {
-            (0..files)
-                .filter(|f| (*f as u64).is_multiple_of(shards))
-                .flat_map(|f| (f..n).step_by(files as usize))
-                .collect()
+            let in_order = |f: i64| (f..n).step_by(files as usize);
+            if file_level {
+                (0..files)
+                    .filter(|f| (*f as u64).is_multiple_of(shards))
+                    .flat_map(in_order)
+                    .collect()
+            } else {
+                (0..files).flat_map(in_order).step_by(shards as usize).collect()
+            }
         };
         prop_assert_eq!(check_ordered(sharded, n, mine), Ok(()));
         prop_assert_eq!(check_deterministic(sharded, n, seed), Ok(()));

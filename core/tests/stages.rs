@@ -229,7 +229,8 @@ proptest! {
 #[test]
 fn sharding_a_tfrecord_source_shards_files() {
     let dir = tempfile::tempdir().unwrap();
-    let files = write_files(dir.path(), &[3, 2, 4, 1, 5]);
+    // Six files over two shards: enough for file-level sharding (3 each).
+    let files = write_files(dir.path(), &[3, 2, 4, 1, 5, 2]);
     let source = Dataset::file_list(files).read_tfrecord(TfRecordSpec::default());
     let mut seen = Vec::new();
     for i in 0..2 {
@@ -237,14 +238,14 @@ fn sharding_a_tfrecord_source_shards_files() {
         // The shard reads whole files: its file list holds every other file.
         let got = records(&shard);
         let files: BTreeSet<&str> = got.iter().map(|r| r.split(':').next().unwrap()).collect();
-        let want: BTreeSet<String> = (0..5)
+        let want: BTreeSet<String> = (0..6)
             .filter(|f| f % 2 == i as usize)
             .map(|f| f.to_string())
             .collect();
         assert_eq!(files, want.iter().map(String::as_str).collect());
         seen.extend(got);
     }
-    assert_eq!(seen.len(), 15);
+    assert_eq!(seen.len(), 17);
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //! | rule | rewrites | why |
 //! |---|---|---|
 //! | [`FilesToInterleave`] | `interleave` over a file reader (e.g. `tfrecord`) → an interleave over the file list, reading each file as a sub-dataset | tf.data's `interleave(TFRecordDataset)`: several files read at once |
-//! | [`ShardPushdown`] | `shard` over a file reader, file interleave or global shuffle → the reader over `shard` of its files | each shard reads only its own files (tf.data's auto-shard by file) |
+//! | [`ShardPushdown`] | `shard` over a file reader or file interleave with enough files → the reader over `shard` of its files; `shard` over a global shuffle → the global shuffle reading its positions of the permutation | each shard reads only its own files, or its part of one global order; with too few files the shard stays at record level |
 //! | [`DecodeCropFusion`] | `image_ops` starting with `decode`, a random or centre crop (and a random flip) → one window decode | a JPEG is decoded only where the crop needs it; same pixels and draws |
 //! | [`MapAndBatchFusion`] | `batch` after `image_ops` → one stage decoding and augmenting each batch's rows in parallel into its buffer | tf.data's `map_and_batch_fusion`; off with `Options::map_and_batch_fusion = false` |
 //!
@@ -29,7 +29,7 @@ use std::sync::Arc;
 pub use decode_crop_fusion::DecodeCropFusion;
 pub use files_to_interleave::FilesToInterleave;
 pub use map_and_batch_fusion::MapAndBatchFusion;
-pub use shard_pushdown::ShardPushdown;
+pub use shard_pushdown::{ShardPushdown, enough_files};
 
 use crate::error::Result;
 use crate::options::Options;

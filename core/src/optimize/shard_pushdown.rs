@@ -1,23 +1,47 @@
-//! [`ShardPushdown`]: `shard` below the reader of a file list, so each shard reads only its
-//! own files.
+//! [`ShardPushdown`]: `shard` below the reader of a file list when there are enough files,
+//! so each shard reads only its own files; into a global shuffle, so each shard reads its
+//! positions of the one global permutation.
 
 use std::sync::Arc;
 
 use crate::error::Result;
 use crate::options::Options;
 use crate::plan::PlanNode;
+use crate::sources::files::FileList;
+use crate::sources::global_shuffle::GlobalShuffleStage;
 use crate::stages::shard::ShardSpec;
 
 use super::Rule;
 
-/// `shard(n, i)` over a stage that can be sharded by its input (a file reader, a file
-/// interleave, a global shuffle: [`Stage::shards_by_input`](crate::Stage::shards_by_input))
-/// becomes that stage over `shard(n, i)` of its input: shard `i` reads files `i`, `i + n`,
-/// ... instead of reading every file and keeping every n-th record (tf.data's auto-shard
-/// policy `FILE`). Each record is still in exactly one shard; the order within a shard
-/// differs from sharding the records.
+/// Where `shard(n, i)` is applied, chosen from the plan (tf.data's auto-shard policy `AUTO`,
+/// with a stricter idea of "enough files"):
+///
+/// - over a stage that can be sharded by its input (a file reader, a file interleave:
+///   [`Stage::shards_by_input`](crate::Stage::shards_by_input)) whose file list has **enough
+///   files** ([`enough_files`]: every shard gets at least one, and the largest share is at
+///   most 1.25× the smallest), it becomes that stage over `shard(n, i)` of its files: shard `i`
+///   reads files `i`, `i + n`, ... (**file level**; the order within a shard differs from
+///   sharding the records);
+/// - with fewer files it stays where it is: shard `i` keeps records `i`, `i + n`, ... of the
+///   stream (**record level**; every shard reads every file);
+/// - over a global shuffle it is folded into it: shard `i` reads positions `i`, `i + n`, ...
+///   of the one global permutation, the same on every shard for a seed (**record level**,
+///   each shard reading only its own records).
+///
+/// Every record is in exactly one shard either way. `explain` shows the choice: `shard`
+/// below the reader (file level), above it (record level), or a `shard` parameter on
+/// `global_shuffle`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ShardPushdown;
+
+/// Whether `files` files shard by file over `shards` shards: each shard gets at least one
+/// file and the largest share is at most 1.25× the smallest (so no shard does much more
+/// work than another).
+pub fn enough_files(files: u64, shards: u64) -> bool {
+    let least = files / shards.max(1);
+    let most = files.div_ceil(shards.max(1));
+    least >= 1 && most * 4 <= least * 5
+}
 
 impl Rule for ShardPushdown {
     fn name(&self) -> &'static str {
@@ -25,16 +49,29 @@ impl Rule for ShardPushdown {
     }
 
     fn rewrite(&self, node: &Arc<PlanNode>, _: &Options) -> Result<Option<Arc<PlanNode>>> {
-        if node.stage_as::<ShardSpec>().is_none() {
+        let Some(shard) = node.stage_as::<ShardSpec>() else {
             return Ok(None);
-        }
+        };
         let [reader] = node.inputs() else {
             return Ok(None);
         };
+        if let Some(global) = reader.stage_as::<GlobalShuffleStage>()
+            && global.shard.is_none()
+        {
+            let folded = global.sharded(shard.num_shards, shard.index);
+            return Ok(Some(
+                node.rewritten(Arc::new(folded), reader.inputs().to_vec()),
+            ));
+        }
         let [files] = reader.inputs() else {
             return Ok(None);
         };
         if !reader.stage().shards_by_input() {
+            return Ok(None);
+        }
+        if let Some(list) = files.stage_as::<FileList>()
+            && !enough_files(list.len() as u64, shard.num_shards)
+        {
             return Ok(None);
         }
         let sharded = PlanNode::new(Arc::clone(node.stage()), vec![Arc::clone(files)]);
@@ -74,6 +111,37 @@ mod tests {
         let plan = optimize(&d);
         assert_eq!(kinds(&plan), ["tfrecord", "shard", "files"]);
         // It stands for the shard as written: fingerprints do not depend on the rule.
+        assert_eq!(plan.fingerprint(), d.plan().fingerprint());
+    }
+
+    #[test]
+    fn enough_files_means_balanced_shares() {
+        assert!(enough_files(16, 4));
+        assert!(enough_files(17, 4)); // 5 / 4: at most 1.25x
+        assert!(!enough_files(6, 4)); // 2 / 1
+        assert!(!enough_files(3, 4)); // a shard without a file
+        assert!(enough_files(1, 1));
+    }
+
+    #[test]
+    fn with_too_few_files_the_shard_stays_at_record_level() {
+        let files = Dataset::file_list(vec!["a".into(), "b".into(), "c".into()]);
+        let d = files.read_tfrecord(TfRecordSpec::default()).shard(2, 1);
+        assert_eq!(kinds(&optimize(&d)), ["shard", "tfrecord", "files"]);
+    }
+
+    #[test]
+    fn a_shard_of_a_global_shuffle_is_folded_into_it() {
+        let files = Dataset::file_list(vec!["a".into(), "b".into(), "c".into(), "d".into()]);
+        let d = files
+            .read_tfrecord_global_shuffle(TfRecordSpec::default(), GlobalShuffleSpec::default())
+            .shard(4, 3);
+        let plan = optimize(&d);
+        assert_eq!(kinds(&plan), ["global_shuffle", "files"]);
+        assert_eq!(
+            plan.stage().params().get("shard"),
+            Some(&serde_json::json!("3/4"))
+        );
         assert_eq!(plan.fingerprint(), d.plan().fingerprint());
     }
 

@@ -85,6 +85,11 @@ pub(crate) struct FileList {
 }
 
 impl FileList {
+    /// The number of files.
+    pub(crate) fn len(&self) -> usize {
+        self.files.len()
+    }
+
     /// A list of exactly these files.
     pub(crate) fn new(files: Vec<PathBuf>, shuffle: bool) -> Self {
         FileList {

@@ -171,6 +171,10 @@ pub(crate) struct GlobalShuffleStage {
     /// How each file is read (compression must be `auto` or `none`).
     pub reader: TfRecordSpec,
     cache: Arc<IndexCache>,
+    /// `(num_shards, index)` when a `shard` above was folded in (see
+    /// [`ShardPushdown`](crate::optimize::ShardPushdown)): this shard reads positions
+    /// `index`, `index + num_shards`, ... of the one global permutation.
+    pub(crate) shard: Option<(u64, u64)>,
 }
 
 impl GlobalShuffleStage {
@@ -180,6 +184,18 @@ impl GlobalShuffleStage {
             spec,
             reader,
             cache: Arc::default(),
+            shard: None,
+        }
+    }
+
+    /// This global shuffle reading only shard `index` of `num_shards` of its permutation's
+    /// positions (sharing the index cache).
+    pub(crate) fn sharded(&self, num_shards: u64, index: u64) -> Self {
+        GlobalShuffleStage {
+            spec: self.spec.clone(),
+            reader: self.reader.clone(),
+            cache: Arc::clone(&self.cache),
+            shard: Some((num_shards, index)),
         }
     }
 }
@@ -246,6 +262,7 @@ impl GlobalShuffleStage {
             ctx: ctx.clone(),
             start_at: 0,
             total: 0,
+            shard: self.shard,
         })
     }
 }
@@ -256,7 +273,12 @@ impl Stage for GlobalShuffleStage {
     }
 
     fn params(&self) -> Params {
-        Params::of(&self.spec).with("reader", self.reader.redacted_params().to_value())
+        let params =
+            Params::of(&self.spec).with("reader", self.reader.redacted_params().to_value());
+        match self.shard {
+            Some((n, i)) => params.with("shard", format!("{i}/{n}")),
+            None => params,
+        }
     }
 
     fn validate(&self) -> std::result::Result<(), Invalid> {
@@ -299,7 +321,9 @@ impl Stage for GlobalShuffleStage {
     }
 
     fn shards_by_input(&self) -> bool {
-        true
+        // Never by files: a shard of a global shuffle takes every n-th position of the one
+        // global permutation (`ShardPushdown` folds the shard in), so the order is global.
+        false
     }
 
     fn runs_inline(&self) -> bool {
@@ -539,7 +563,7 @@ enum State {
     /// Reading on the consumer's thread.
     Inline {
         shards: Arc<Shards>,
-        perm: Permutation,
+        perm: Order,
         next: u64,
     },
     /// Reading ahead on threads.
@@ -575,8 +599,40 @@ struct GlobalShuffleStream {
     ctx: BuildContext,
     /// The first position of the permutation to read (a resume's fast-forward).
     start_at: u64,
-    /// Records in the epoch, once indexed.
+    /// Records in the epoch (of this shard), once indexed.
     total: u64,
+    /// `(num_shards, index)`: read only positions `index`, `index + num_shards`, ... of
+    /// the global permutation.
+    shard: Option<(u64, u64)>,
+}
+
+/// The order an epoch reads records in: the global permutation, or one shard's positions
+/// of it (`index`, `index + num_shards`, ...), the same permutation on every shard.
+#[derive(Debug, Clone, Copy)]
+struct Order {
+    perm: Permutation,
+    shard: Option<(u64, u64)>,
+    /// Positions this order has.
+    len: u64,
+}
+
+impl Order {
+    fn new(perm: Permutation, total: u64, shard: Option<(u64, u64)>) -> Order {
+        let len = match shard {
+            Some((n, i)) if total > i => (total - i).div_ceil(n),
+            Some(_) => 0,
+            None => total,
+        };
+        Order { perm, shard, len }
+    }
+
+    /// The global record number at this order's position `q`.
+    fn apply(&self, q: u64) -> u64 {
+        match self.shard {
+            Some((n, i)) => self.perm.apply(i + q * n),
+            None => self.perm.apply(q),
+        }
+    }
 }
 
 impl GlobalShuffleStream {
@@ -678,8 +734,12 @@ impl GlobalShuffleStream {
     fn start(&mut self, files: BoxStream) -> Result<()> {
         let t = Instant::now();
         let shards = Arc::new(self.index(files)?);
-        let perm = Permutation::new(shards.len(), self.key);
-        self.total = shards.len();
+        let perm = Order::new(
+            Permutation::new(shards.len(), self.key),
+            shards.len(),
+            self.shard,
+        );
+        self.total = perm.len;
         let first = self.start_at.min(self.total);
         if self.threads == 0 {
             self.state = State::Inline {
@@ -690,7 +750,7 @@ impl GlobalShuffleStream {
             return Ok(());
         }
         self.ctx.metrics().add_busy(t.elapsed());
-        let n = shards.len();
+        let n = perm.len;
         let remote = shards.any_remote();
         let chunk_len = if remote { REMOTE_CHUNK } else { CHUNK };
         let chunks = (n - first).div_ceil(chunk_len);
@@ -830,7 +890,7 @@ impl ElementStream for GlobalShuffleStream {
                     }
                 }
                 State::Inline { shards, perm, next } => {
-                    if *next >= shards.len() {
+                    if *next >= perm.len {
                         self.state = State::Done;
                         return None;
                     }

@@ -14,9 +14,12 @@ use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
 
 /// Keeps shard `index` of `num_shards`: the elements at positions `index`, `index +
-/// num_shards`, ... Right after a file source (or right after `interleave`, or on a global
-/// shuffle) it shards the **file list** instead, so each worker reads only its files (the
-/// `shard_pushdown` rule).
+/// num_shards`, ... (record level). Right after a file source or `interleave`, when there are
+/// enough files (each shard gets at least one and no shard more than 1.25× another's count),
+/// it shards the **file list** instead, so each worker reads only its files (file level). On
+/// a global shuffle it takes positions `index`, `index + num_shards`, ... of the one global
+/// permutation, the same on every worker for a seed. Every record is in exactly one shard;
+/// `explain` shows which level was chosen (the `shard_pushdown` rule).
 ///
 /// ```toml
 /// [[stage]]
