@@ -9,6 +9,7 @@ use crate::options::Options;
 use crate::plan::PlanNode;
 use crate::sources::files::FileList;
 use crate::sources::global_shuffle::GlobalShuffleStage;
+use crate::stages::interleave::InterleaveStage;
 use crate::stages::shard::ShardSpec;
 
 use super::Rule;
@@ -34,6 +35,33 @@ use super::Rule;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ShardPushdown;
 
+/// `interleave` over a record-level `shard` (too few files) over a file reader: the shard
+/// goes above the interleave, which reads the files (`interleave` reads a file list; a
+/// record-level shard of the interleaved stream keeps each record in one shard).
+fn shard_above_interleave(node: &Arc<PlanNode>) -> Option<Arc<PlanNode>> {
+    let interleave = node.stage_as::<InterleaveStage>()?;
+    if interleave.open.is_some() {
+        return None;
+    }
+    let [shard_node] = node.inputs() else {
+        return None;
+    };
+    let shard = shard_node.stage_as::<ShardSpec>()?;
+    let [reader] = shard_node.inputs() else {
+        return None;
+    };
+    reader.stage().file_reader()?;
+    let [files] = reader.inputs() else {
+        return None;
+    };
+    let list = files.stage_as::<FileList>()?;
+    if enough_files(list.len() as u64, shard.num_shards) {
+        return None;
+    }
+    let interleaved = PlanNode::new(Arc::clone(node.stage()), vec![Arc::clone(reader)]);
+    Some(node.rewritten(Arc::clone(shard_node.stage()), vec![interleaved]))
+}
+
 /// Whether `files` files shard by file over `shards` shards: each shard gets at least one
 /// file and the largest share is at most 1.25× the smallest (so no shard does much more
 /// work than another).
@@ -49,6 +77,9 @@ impl Rule for ShardPushdown {
     }
 
     fn rewrite(&self, node: &Arc<PlanNode>, _: &Options) -> Result<Option<Arc<PlanNode>>> {
+        if let Some(moved) = shard_above_interleave(node) {
+            return Ok(Some(moved));
+        }
         let Some(shard) = node.stage_as::<ShardSpec>() else {
             return Ok(None);
         };
@@ -128,6 +159,19 @@ mod tests {
         let files = Dataset::file_list(vec!["a".into(), "b".into(), "c".into()]);
         let d = files.read_tfrecord(TfRecordSpec::default()).shard(2, 1);
         assert_eq!(kinds(&optimize(&d)), ["shard", "tfrecord", "files"]);
+    }
+
+    #[test]
+    fn a_record_level_shard_before_interleave_moves_above_it() {
+        let files = Dataset::file_list(vec!["a".into(), "b".into(), "c".into()]);
+        let d = files
+            .read_tfrecord(TfRecordSpec::default())
+            .shard(2, 0)
+            .interleave(InterleaveSpec::new(2));
+        assert_eq!(
+            kinds(&optimize(&d)),
+            ["shard", "interleave", "tfrecord", "files"]
+        );
     }
 
     #[test]
