@@ -133,6 +133,12 @@ impl Stage for FileList {
     }
 }
 
+/// Whether a file-list element names an object-store file (a URL other than `file://`),
+/// which is worth opening ahead of time.
+pub(crate) fn is_remote(file: &Element) -> bool {
+    filename_of(file).is_ok_and(|p| sluice_storage::is_url(&p) && !p.starts_with("file://"))
+}
+
 /// The path held by a file-list element.
 pub(crate) fn filename_of(element: &Element) -> Result<String> {
     let t = element

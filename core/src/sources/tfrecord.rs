@@ -14,7 +14,7 @@ use crate::invalid::Invalid;
 use crate::options::ErrorPolicy;
 use crate::params::Params;
 use crate::run::{BuildContext, Input};
-use crate::sources::files::filename_of;
+use crate::sources::files::{filename_of, is_remote};
 use crate::sources::storage::StorageSpec;
 use crate::stage::{Arity, OpenFn, Stage};
 use crate::stream::{BoxStream, ElementStream};
@@ -281,11 +281,6 @@ impl Sequential {
     fn open(&self, file: &Element) -> Result<BoxStream> {
         filename_of(file).and_then(|path| self.spec.open_file(&path, file.id().source, &self.ctx))
     }
-}
-
-/// Whether a file-list element names an object-store file.
-fn is_remote(file: &Element) -> bool {
-    filename_of(file).is_ok_and(|p| sluice_storage::is_url(&p) && !p.starts_with("file://"))
 }
 
 impl ElementStream for Sequential {

@@ -17,6 +17,7 @@ use crate::params::Params;
 use crate::plan::PlanNode;
 use crate::registry::{AppendContext, Spec};
 use crate::run::{BuildContext, Input};
+use crate::sources::files::is_remote;
 use crate::stage::{OpenFn, Stage};
 use crate::stream::{BoxStream, ElementStream};
 
@@ -536,9 +537,3 @@ impl ElementStream for InterleaveStream {
 /// The bytes object-store files opened ahead may fetch before they are read: enough to
 /// hide 100 ms of latency at about 640 MB/s.
 const AHEAD_BYTES: u64 = 64 << 20;
-
-/// Whether a file-list element names an object-store file (a URL other than `file://`).
-fn is_remote(file: &Element) -> bool {
-    crate::sources::files::filename_of(file)
-        .is_ok_and(|p| sluice_storage::is_url(&p) && !p.starts_with("file://"))
-}
