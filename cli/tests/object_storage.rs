@@ -265,21 +265,11 @@ fn gen_convert_and_run_write_to_urls_what_they_write_to_folders() {
     assert_eq!(remote, files(&local_out));
 }
 
-#[test]
-fn a_killed_writer_leaves_no_object_under_a_final_name() {
-    s3_server().create_bucket("cli-kill");
-    // Large enough to still be writing when killed; small parts are buffered, big ones
-    // uploaded in parts, none visible before the shard is finished.
+/// Starts `sluice gen` writing a large data set to `out`, and kills it while it writes.
+fn gen_killed_midway(out: &str) {
+    // Large enough to still be writing when killed.
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sluice"))
-        .args([
-            "gen",
-            "--out",
-            "s3://cli-kill/gen/",
-            "--images",
-            "200000",
-            "--size",
-            "64",
-        ])
+        .args(["gen", "--out", out, "--images", "200000", "--size", "64"])
         .envs(s3_server().env())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -292,31 +282,19 @@ fn a_killed_writer_leaves_no_object_under_a_final_name() {
     );
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+#[test]
+fn a_killed_writer_leaves_no_object_under_a_final_name() {
+    // Small parts are buffered, big ones uploaded in parts, none visible before the shard
+    // is finished.
+    s3_server().create_bucket("cli-kill");
+    gen_killed_midway("s3://cli-kill/gen/");
     assert_eq!(objects("s3://cli-kill/gen/"), Vec::new());
 
     // The same for a local folder: no file under a shard's name.
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sluice"))
-        .args([
-            "gen",
-            "--out",
-            dir.path().to_str().unwrap(),
-            "--images",
-            "200000",
-            "--size",
-            "64",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "still writing when killed"
-    );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    gen_killed_midway(dir.path().to_str().unwrap());
     let names: Vec<String> = files(dir.path()).into_iter().map(|(n, _)| n).collect();
     assert!(names.iter().all(|n| n.starts_with('.')), "{names:?}");
 }

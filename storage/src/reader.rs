@@ -46,29 +46,9 @@ pub fn open_ahead(location: &Location, options: &StorageOptions) -> Result<Box<d
             if crate::listed::recall(url.as_str()).is_some() {
                 return open(location, options);
             }
-            let (store, path) = store_for(url, options)?;
-            let object = RemoteObject {
-                url: url.as_str().into(),
-                store,
-                path,
-                size: 0,
-                etag: None,
-                options: options.read,
-                from_listing: false,
-            };
+            let mut object = RemoteObject::not_looked_up(url, options)?;
             let lookup = runtime().spawn(async move {
-                let mut object = object;
-                let meta = {
-                    let _request = object.store.counters.start();
-                    object
-                        .store
-                        .store
-                        .head(&object.path)
-                        .await
-                        .map_err(|e| Error::from_store(&object.url, 0, 1, e))?
-                };
-                object.size = meta.size;
-                object.etag = meta.e_tag;
+                object.look_up_async().await?;
                 let mut reader = RemoteReader::idle(object);
                 reader.request_ahead();
                 Ok(reader)
@@ -160,20 +140,22 @@ impl RemoteObject {
                 message: "not a URL".into(),
             });
         };
-        let (store, path) = store_for(url, options)?;
+        let mut object = RemoteObject::not_looked_up(url, options)?;
         // Just listed: the listing's size and ETag (the reads are pinned to that ETag).
         if let Some((size, etag)) = crate::listed::recall(url.as_str()) {
-            return Ok(RemoteObject {
-                url: url.as_str().into(),
-                store,
-                path,
-                size,
-                etag,
-                options: options.read,
-                from_listing: true,
-            });
+            object.size = size;
+            object.etag = etag;
+            object.from_listing = true;
+            return Ok(object);
         }
-        let mut object = RemoteObject {
+        object.look_up()?;
+        Ok(object)
+    }
+
+    /// The object at `url`, its size and ETag not known yet.
+    fn not_looked_up(url: &url::Url, options: &StorageOptions) -> Result<RemoteObject> {
+        let (store, path) = store_for(url, options)?;
+        Ok(RemoteObject {
             url: url.as_str().into(),
             store,
             path,
@@ -181,17 +163,22 @@ impl RemoteObject {
             etag: None,
             options: options.read,
             from_listing: false,
-        };
-        object.look_up()?;
-        Ok(object)
+        })
     }
 
     /// Asks the store for the object's size and ETag now (a HEAD request).
     fn look_up(&mut self) -> Result<()> {
+        runtime().block_on(self.look_up_async())
+    }
+
+    /// [`look_up`](Self::look_up) on the runtime.
+    async fn look_up_async(&mut self) -> Result<()> {
         let meta = {
             let _request = self.store.counters.start();
-            runtime()
-                .block_on(self.store.store.head(&self.path))
+            self.store
+                .store
+                .head(&self.path)
+                .await
                 .map_err(|e| Error::from_store(&self.url, 0, 1, e))?
         };
         self.size = meta.size;
