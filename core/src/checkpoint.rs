@@ -58,9 +58,14 @@ use crate::element::{Element, Value};
 use crate::error::{Error, Result};
 use crate::tensor::TensorData;
 
-/// The checkpoint format's version; a checkpoint of another version is refused. Version 2:
-/// fingerprints hash each stage's structured parameters (version 1 hashed `Debug` text).
-pub const CHECKPOINT_VERSION: u32 = 2;
+/// The checkpoint format's version; a checkpoint of another version is refused, except
+/// version 2 (a version 3 checkpoint without its elastic part). Version 2: fingerprints hash
+/// each stage's structured parameters (version 1 hashed `Debug` text). Version 3: the
+/// elastic part ([`ElasticCheckpoint`]).
+pub const CHECKPOINT_VERSION: u32 = 3;
+
+/// The oldest version still read.
+const OLDEST_VERSION: u32 = 2;
 
 /// Where an iteration of a pipeline is (see the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,6 +82,36 @@ pub struct Checkpoint {
     pub epoch: u64,
     /// Elements the iterator had yielded in this epoch.
     pub position: u64,
+    /// What resuming on another number of hosts needs ([`crate::elastic`]); absent in
+    /// version 2 checkpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elastic: Option<ElasticCheckpoint>,
+}
+
+/// The part of a [`Checkpoint`] an elastic resume reads: which run of the epoch it comes
+/// from, and what this host had done, in a few kilobytes at most (see [`crate::elastic`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ElasticCheckpoint {
+    /// The pipeline's resume fingerprint without its `shard` stages (the same on every
+    /// host, whatever the number of hosts).
+    pub fingerprint: String,
+    /// `num_shards` of each `shard` stage (outputs first) in the run that started the
+    /// epoch: a resume gives the pipeline that run's shape.
+    pub layout: Vec<u64>,
+    /// 0 for the run that started the epoch; each elastic resume adds 1.
+    pub generation: u64,
+    /// The number of hosts of the run that took this checkpoint.
+    pub hosts: u64,
+    /// This host's rank among them.
+    pub host: u64,
+    /// What this host is done with: its lanes, deflated and base64-encoded. Absent at the
+    /// start of an epoch (nothing done) or when records cannot be followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+    /// Why records could not be followed in this pipeline or run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 impl Checkpoint {
@@ -89,13 +124,35 @@ impl Checkpoint {
     pub fn from_json(text: &str) -> Result<Checkpoint> {
         let cp: Checkpoint = serde_json::from_str(text)
             .map_err(|e| Error::Checkpoint(format!("not a Sluice checkpoint: {e}")))?;
-        if cp.version != CHECKPOINT_VERSION {
+        cp.check_version()?;
+        Ok(cp)
+    }
+
+    /// Refuses a version this Sluice does not read.
+    pub(crate) fn check_version(&self) -> Result<()> {
+        if !(OLDEST_VERSION..=CHECKPOINT_VERSION).contains(&self.version) {
             return Err(Error::Checkpoint(format!(
-                "version {} (this Sluice reads version {CHECKPOINT_VERSION})",
-                cp.version
+                "version {} (this Sluice reads versions {OLDEST_VERSION} to {CHECKPOINT_VERSION})",
+                self.version
             )));
         }
-        Ok(cp)
+        Ok(())
+    }
+
+    /// A checkpoint at the start of the epoch after this one's (what a run writes when an
+    /// epoch ends): position 0, nothing done.
+    pub fn next_epoch(&self) -> Checkpoint {
+        Checkpoint {
+            epoch: self.epoch + 1,
+            position: 0,
+            elastic: self.elastic.as_ref().map(|e| ElasticCheckpoint {
+                generation: 0,
+                progress: None,
+                unavailable: None,
+                ..e.clone()
+            }),
+            ..self.clone()
+        }
     }
 
     /// Writes the checkpoint to `path` atomically (a temporary file beside it, renamed).
@@ -168,6 +225,7 @@ mod tests {
             seed: u64::MAX,
             epoch: 3,
             position: 12345,
+            elastic: None,
         };
         assert_eq!(Checkpoint::from_json(&cp.to_json()).unwrap(), cp);
         let old = Checkpoint { version: 0, ..cp };
@@ -188,6 +246,7 @@ mod tests {
             seed: 1,
             epoch: 0,
             position: 9,
+            elastic: None,
         };
         cp.save(&path).unwrap();
         assert_eq!(Checkpoint::load(&path).unwrap(), cp);

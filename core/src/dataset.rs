@@ -4,7 +4,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::autotune::{Autotuner, Learned};
-use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
+use crate::checkpoint::{Checkpoint, ElasticCheckpoint};
+use crate::elastic::encoding::decode;
+use crate::elastic::run::{ElasticRun, Layout};
+use crate::elastic::{deal, space};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::metrics::StatsRegistry;
@@ -190,7 +193,23 @@ impl Dataset {
             }
         };
         let epoch = self.state.epoch.fetch_add(1, Ordering::Relaxed);
-        PipelineIter::start(self, seed, epoch, 0)
+        PipelineIter::start(self, seed, epoch, 0, None)
+    }
+
+    /// Starts epoch `epoch` (0-based), whatever ran before: the same elements, in the same
+    /// order, as the `epoch`-th [`Dataset::iter`] of a fresh dataset with this seed (for
+    /// processes that start afresh each epoch, such as DataLoader workers). The next
+    /// [`Dataset::iter`] starts the epoch after it.
+    pub fn iter_epoch(&self, epoch: u64) -> Result<PipelineIter> {
+        let seed = {
+            let mut drawn = self.state.seed.locked();
+            match self.options().seed {
+                Some(s) => s,
+                None => *drawn.get_or_insert_with(random_seed),
+            }
+        };
+        self.state.epoch.store(epoch + 1, Ordering::Relaxed);
+        PipelineIter::start(self, seed, epoch, 0, None)
     }
 
     /// Continues an iteration from a [`Checkpoint`] taken by [`PipelineIter::checkpoint`]
@@ -203,12 +222,7 @@ impl Dataset {
     /// options fix another seed, or when the epoch has fewer elements than the position.
     /// See [`crate::checkpoint`] for what fast-forwarding costs per stage.
     pub fn resume(&self, checkpoint: &Checkpoint) -> Result<PipelineIter> {
-        if checkpoint.version != CHECKPOINT_VERSION {
-            return Err(Error::Checkpoint(format!(
-                "version {} (this Sluice reads version {CHECKPOINT_VERSION})",
-                checkpoint.version
-            )));
-        }
+        checkpoint.check_version()?;
         let fingerprint = self.resume_fingerprint();
         if checkpoint.fingerprint != fingerprint {
             return Err(Error::Checkpoint(format!(
@@ -217,6 +231,207 @@ impl Dataset {
                 short(&fingerprint)
             )));
         }
+        self.check_seed(checkpoint)?;
+        let before = match &checkpoint.elastic {
+            Some(e) if e.generation > 0 => {
+                return Err(Error::Checkpoint(format!(
+                    "the checkpoint was taken by host {} of {} after an elastic resume: resume it with resume_elastic and the checkpoints of every host of that run",
+                    e.host, e.hosts
+                )));
+            }
+            Some(ElasticCheckpoint {
+                progress: Some(text),
+                ..
+            }) => Some(decode(text).map_err(|why| {
+                Error::Checkpoint(format!("its elastic progress cannot be read: {why}"))
+            })?),
+            _ => None,
+        };
+        self.continue_epoch(checkpoint);
+        PipelineIter::start(
+            self,
+            checkpoint.seed,
+            checkpoint.epoch,
+            checkpoint.position,
+            before.as_ref(),
+        )
+    }
+
+    /// Continues an epoch from the checkpoints of **every host** of the run that took them,
+    /// on this host of a new layout (its `shard` stage's `num_shards` hosts, rank `index`;
+    /// one host without a `shard`): every record of the epoch not yet delivered is read by
+    /// exactly one host of the new layout, and none is read twice, whatever the numbers of
+    /// hosts before and after (see [`crate::elastic`]). Each host of the new layout calls it
+    /// with the same checkpoints. The next [`Dataset::iter`] starts the following epoch.
+    ///
+    /// Checkpoints of a run with as many hosts as this one, of an epoch that was never
+    /// resumed elastically, resume exactly instead (this host's own checkpoint, as
+    /// [`Dataset::resume`]); at an epoch's start (every position 0), the epoch starts afresh
+    /// with this layout.
+    ///
+    /// Refused (with [`Error::Checkpoint`], saying why) when the checkpoints are of another
+    /// pipeline (its fingerprint without `shard` stages), of different epochs, seeds or runs,
+    /// when one is missing or given twice (some records would have no owner, or two), when a
+    /// stage of the pipeline cannot follow records ([`Stage::elastic`]), or when the `shard`
+    /// stages moved.
+    ///
+    /// ```
+    /// use sluice_core::prelude::*;
+    /// use sluice_core::Checkpoint;
+    ///
+    /// # fn main() -> sluice_core::Result<()> {
+    /// let pipeline = |hosts: u64, rank: u64| {
+    ///     Dataset::range(0, 100)
+    ///         .shard(hosts, rank)
+    ///         .shuffle(8)
+    ///         .batch(4)
+    ///         .with_options(Options::default().with_seed(7))
+    /// };
+    /// // Two hosts read 5 batches each, checkpoint, and stop.
+    /// let mut checkpoints = Vec::new();
+    /// let mut seen = Vec::new();
+    /// for rank in 0..2 {
+    ///     let mut it = pipeline(2, rank).iter()?;
+    ///     for batch in it.by_ref().take(5) {
+    ///         seen.extend(batch?.tensor("value").unwrap().as_i64().unwrap().to_vec());
+    ///     }
+    ///     checkpoints.push(it.checkpoint()?);
+    /// }
+    /// // Three hosts finish the epoch.
+    /// for rank in 0..3 {
+    ///     for batch in pipeline(3, rank).resume_elastic(&checkpoints)? {
+    ///         seen.extend(batch?.tensor("value").unwrap().as_i64().unwrap().to_vec());
+    ///     }
+    /// }
+    /// seen.sort();
+    /// assert_eq!(seen, (0..100).collect::<Vec<i64>>()); // every record once
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn resume_elastic(&self, checkpoints: &[Checkpoint]) -> Result<PipelineIter> {
+        let fail = |m: String| Error::Checkpoint(m);
+        let first = checkpoints
+            .first()
+            .ok_or_else(|| fail("no checkpoints to resume from".into()))?;
+        let (hosts, host) = space::host_of(self.plan()).map_err(fail)?;
+        let fingerprint = space::fingerprint_without_shards(self.plan());
+        let mut parts = Vec::with_capacity(checkpoints.len());
+        for (i, cp) in checkpoints.iter().enumerate() {
+            cp.check_version()?;
+            let e = cp.elastic.as_ref().ok_or_else(|| {
+                fail(format!(
+                    "checkpoint {i} has no elastic part (a version {} checkpoint): resume it on the same hosts with resume()",
+                    cp.version
+                ))
+            })?;
+            let f = first.elastic.as_ref().expect("checked first");
+            if e.fingerprint != fingerprint {
+                return Err(fail(format!(
+                    "checkpoint {i} is of another pipeline (fingerprint without shards {}, this one {}): stages or their parameters differ",
+                    short(&e.fingerprint),
+                    short(&fingerprint)
+                )));
+            }
+            if (cp.seed, cp.epoch) != (first.seed, first.epoch) {
+                return Err(fail(format!(
+                    "checkpoint {i} is of epoch {} with seed {}, checkpoint 0 of epoch {} with seed {}: give the checkpoints every host took at one step",
+                    cp.epoch, cp.seed, first.epoch, first.seed
+                )));
+            }
+            if (e.generation, &e.layout) != (f.generation, &f.layout) {
+                return Err(fail(format!(
+                    "checkpoints 0 and {i} come from different runs (generations {} and {}): give the checkpoints every host of one run took at one step",
+                    f.generation, e.generation
+                )));
+            }
+            self.check_seed(cp)?;
+            parts.push(e);
+        }
+        let seed = first.seed;
+        let epoch = first.epoch;
+        let generation = parts[0].generation;
+        let layout_shards = parts[0].layout.clone();
+        if generation == 0 && checkpoints.iter().all(|c| c.position == 0) {
+            // Nothing delivered yet: this layout starts the epoch.
+            self.continue_epoch(first);
+            return PipelineIter::start(self, seed, epoch, 0, None);
+        }
+        if generation == 0
+            && parts.iter().all(|e| e.hosts == hosts)
+            && let Some(own) = checkpoints
+                .iter()
+                .find(|c| c.elastic.as_ref().is_some_and(|e| e.host == host))
+        {
+            return self.resume(own);
+        }
+        let mut progress = Vec::with_capacity(checkpoints.len());
+        for (i, (cp, e)) in checkpoints.iter().zip(&parts).enumerate() {
+            let name = format!("checkpoint {i} (host {} of {})", e.host, e.hosts);
+            let snapshot = match (&e.progress, &e.unavailable) {
+                (Some(text), _) => decode(text)
+                    .map_err(|why| fail(format!("{name}: its progress cannot be read: {why}")))?,
+                (None, Some(why)) => {
+                    return Err(fail(format!(
+                        "{name} cannot resume on another number of hosts: {why}"
+                    )));
+                }
+                (None, None) if cp.position == 0 => {
+                    return Err(fail(format!(
+                        "{name} is at the start of the epoch while other hosts are not: give the checkpoints every host took at one step"
+                    )));
+                }
+                (None, None) => {
+                    return Err(fail(format!("{name} has no progress")));
+                }
+            };
+            progress.push((name, snapshot));
+        }
+        let merged = deal::merge(&progress).map_err(fail)?;
+        let relaid = Dataset::from_plan(space::with_layout(self.plan(), &layout_shards))
+            .with_options(self.options());
+        let optimized = relaid.optimized()?;
+        let points = space::unit_points(&optimized.plan, &optimized.numbers).map_err(|why| {
+            fail(format!(
+                "this pipeline cannot resume on another number of hosts: {why}"
+            ))
+        })?;
+        if points.len() != merged.spaces.len() {
+            return Err(fail(format!(
+                "the checkpoints count records at {} places, this pipeline at {}: keep the `shard` stages where they were",
+                merged.spaces.len(),
+                points.len()
+            )));
+        }
+        for (p, s) in points.iter().zip(&merged.spaces) {
+            if p.kind != s.kind || p.signature != s.signature {
+                return Err(fail(format!(
+                    "the checkpoints count unit space {} as {}, this pipeline as {}: keep the `shard` stages where they were",
+                    p.space,
+                    s.kind.describe(),
+                    p.kind.describe()
+                )));
+            }
+        }
+        let dealt: Vec<_> = merged
+            .spaces
+            .iter()
+            .map(|s| deal::deal(s, hosts, host))
+            .collect();
+        let layout = Layout {
+            fingerprint,
+            shards: layout_shards,
+            generation: generation + 1,
+            hosts,
+            host,
+        };
+        let elastic =
+            ElasticRun::resumed(layout, &points, &optimized.numbers, &dealt, merged.parts);
+        self.continue_epoch(first);
+        PipelineIter::start_with(self, optimized, seed, epoch, 0, elastic)
+    }
+
+    /// Refuses a checkpoint whose seed differs from the one the options fix.
+    fn check_seed(&self, checkpoint: &Checkpoint) -> Result<()> {
         if let Some(seed) = self.options().seed
             && seed != checkpoint.seed
         {
@@ -225,11 +440,16 @@ impl Dataset {
                 checkpoint.seed
             )));
         }
+        Ok(())
+    }
+
+    /// Takes the seed and epoch of `checkpoint`: the next [`Dataset::iter`] starts the epoch
+    /// after it.
+    fn continue_epoch(&self, checkpoint: &Checkpoint) {
         *self.state.seed.locked() = Some(checkpoint.seed);
         self.state
             .epoch
             .store(checkpoint.epoch + 1, Ordering::Relaxed);
-        PipelineIter::start(self, checkpoint.seed, checkpoint.epoch, checkpoint.position)
     }
 
     /// Statistics of the latest iteration (live while it runs).

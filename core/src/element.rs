@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::elastic::Units;
 use crate::error::{Error, Result};
 use crate::tensor::{Shared, Tensor, TensorData};
 
@@ -146,11 +147,21 @@ pub(crate) const RECORD: &str = "record";
 /// An element: named values, an id and (for data read from files) a provenance.
 ///
 /// Values keep the order they were inserted in. Cloning an element shares every buffer.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// An element also carries the records it was made of ([`Units`]), which elastic checkpoints
+/// count; they are bookkeeping, not data: equality and digests leave them out.
+#[derive(Clone, Debug)]
 pub struct Element {
     id: ElementId,
     provenance: Option<Provenance>,
     values: Vec<(Arc<str>, Value)>,
+    units: Units,
+}
+
+impl PartialEq for Element {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.provenance == other.provenance && self.values == other.values
+    }
 }
 
 impl Element {
@@ -160,6 +171,7 @@ impl Element {
             id,
             provenance: None,
             values: Vec::new(),
+            units: Units::none(),
         }
     }
 
@@ -169,6 +181,7 @@ impl Element {
             id,
             provenance,
             values: vec![(Arc::from(RECORD), Value::Dense(Tensor::scalar_bytes(data)))],
+            units: Units::none(),
         }
     }
 
@@ -186,6 +199,21 @@ impl Element {
     /// Replaces the id.
     pub fn set_id(&mut self, id: ElementId) {
         self.id = id;
+    }
+
+    /// The records this element was made of (see [`crate::elastic`]).
+    pub fn units(&self) -> &Units {
+        &self.units
+    }
+
+    /// Sets the records this element was made of.
+    pub fn set_units(&mut self, units: Units) {
+        self.units = units;
+    }
+
+    /// Takes the records this element was made of, leaving none.
+    pub fn take_units(&mut self) -> Units {
+        std::mem::take(&mut self.units)
     }
 
     /// Where the element came from, if from a file.

@@ -49,6 +49,7 @@
 // The model's concepts with their own documentation.
 pub mod autotune;
 pub mod checkpoint;
+pub mod elastic;
 pub mod example;
 pub mod optimize;
 pub mod pipeline_file;

@@ -97,6 +97,19 @@ pub trait Stage: Any + Send + Sync + fmt::Debug {
         true
     }
 
+    /// For elastic checkpoints ([`crate::elastic`]): `Ok` when every output of the stage
+    /// carries the records of the inputs it was made of ([`Element::units`]: a 1:1 stage
+    /// keeps them, a batch joins its rows', a split gives each part its share) and the
+    /// records of inputs it drops are reported done ([`BuildContext::dropped`]); `Err(why)`
+    /// when it changes what an epoch holds per host (`take`, `repeat`) or its outputs cannot
+    /// be traced to records. Only stages above the pipeline's unit points (where records
+    /// enter it) are asked. Default: `Err` (a stage must say it does).
+    fn elastic(&self) -> std::result::Result<(), Cow<'static, str>> {
+        Err(Cow::Borrowed(
+            "it does not say that it keeps the records of its inputs on its outputs (Stage::elastic)",
+        ))
+    }
+
     /// For a stage that reads the files its input names, one after the other (a record
     /// reader over a file list): how to read one of them as a dataset of its own. Then
     /// `interleave` reads several at once ([`crate::optimize::FilesToInterleave`]).

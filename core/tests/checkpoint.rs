@@ -231,7 +231,11 @@ fn checkpoints_do_not_grow_with_buffers() {
             .with_options(Options::default().with_seed(3));
         let mut it = ds.iter().unwrap();
         it.by_ref().take(5000).for_each(drop);
-        it.checkpoint().unwrap().to_json().len()
+        // The position part (what resumes this host exactly); the elastic part grows with
+        // the records in flight (tests/elastic.rs bounds it).
+        let mut cp = it.checkpoint().unwrap();
+        cp.elastic = None;
+        cp.to_json().len()
     };
     let small = size(10);
     assert_eq!(small, size(50_000));

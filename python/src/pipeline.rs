@@ -14,7 +14,6 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use serde_json::Value;
 use std::sync::Arc;
 
-use sluice_core::checkpoint::CHECKPOINT_VERSION;
 use sluice_core::pipeline_file::{
     LoadedPlugin, OptionsSpec, PipelineFile, PluginLoader, PluginStageSpec,
 };
@@ -183,13 +182,7 @@ impl Built {
         let dataset = self.dataset.clone();
         let iter = py
             .detach(move || match dataset.seed() {
-                Some(seed) => dataset.resume(&Checkpoint {
-                    version: CHECKPOINT_VERSION,
-                    fingerprint: dataset.resume_fingerprint(),
-                    seed,
-                    epoch,
-                    position: 0,
-                }),
+                Some(_) => dataset.iter_epoch(epoch),
                 None => dataset.iter(),
             })
             .py_err(py)?;

@@ -15,8 +15,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
 use crate::autotune::Knob;
+use crate::elastic::Units;
 use crate::element::{Element, ElementId, Provenance};
 use crate::error::{Error, Result};
+use crate::options::ErrorPolicy;
 use crate::run::BuildContext;
 use crate::stream::{BoxStream, ElementStream};
 
@@ -54,17 +56,28 @@ pub(crate) trait Item: Send + 'static {
     fn count(&self) -> u64 {
         1
     }
+
+    /// The records a failure of this item drops.
+    fn units(&self) -> Units;
 }
 
 impl Item for Element {
     fn trace(&self) -> (Option<ElementId>, Option<Provenance>) {
         (Some(self.id()), self.provenance().cloned())
     }
+
+    fn units(&self) -> Units {
+        self.units().clone()
+    }
 }
 
 impl Item for Vec<Element> {
     fn count(&self) -> u64 {
         self.len() as u64
+    }
+
+    fn units(&self) -> Units {
+        Units::concat(self.iter().map(Element::units))
     }
 
     fn trace(&self) -> (Option<ElementId>, Option<Provenance>) {
@@ -358,13 +371,19 @@ fn work<I: Item, O: Outputs>(
                 Err(e) => out.push(Err(e)),
                 Ok(element) => {
                     let dropped = element.count();
+                    // Under skip, a failed item's records are reported dropped.
+                    let units =
+                        (ctx.error_policy() == ErrorPolicy::Skip).then(|| Item::units(&element));
                     match apply(&f, element, &ctx) {
                         Ok(outputs) => outputs.push_into(&mut out),
-                        Err(e) => {
-                            if let Some(e) = ctx.on_error_dropping(e, dropped) {
-                                out.push(Err(e));
+                        Err(e) => match ctx.on_error_dropping(e, dropped) {
+                            Some(e) => out.push(Err(e)),
+                            None => {
+                                if let Some(units) = &units {
+                                    ctx.dropped(units);
+                                }
                             }
-                        }
+                        },
                     }
                 }
             }
@@ -496,11 +515,13 @@ mod tests {
                 autotune: tuner,
                 indices: HashMap::new(),
                 rows: Default::default(),
+                elastic: None,
             }),
             epoch: 0,
             index: 1,
             name: "map".into(),
             metrics,
+            point: None,
         };
         let upstream: BoxStream = Box::new(IterStream((0..100u64).map(|i| {
             Ok(Element::new(ElementId::new(0, i)).with("value", Tensor::scalar_i64(i as i64)))

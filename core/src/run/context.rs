@@ -14,6 +14,8 @@ use crate::rng::{ElementRng, StreamKey};
 use crate::stream::BoxStream;
 
 use super::RunShared;
+use crate::elastic::run::PointRun;
+use crate::elastic::{Unit, Units};
 
 /// What a stage receives when built: the pipeline's seed and options, the epoch, its own
 /// number, name and metrics, and the shutdown signal its threads must observe.
@@ -25,6 +27,8 @@ pub struct BuildContext {
     /// The stage's name as stats, errors and `explain` show it (`display_name`).
     pub(crate) name: Arc<str>,
     pub(crate) metrics: Arc<StageMetrics>,
+    /// The unit point this stage is, when the epoch's records are followed.
+    pub(crate) point: Option<Arc<PointRun>>,
 }
 
 impl BuildContext {
@@ -41,6 +45,51 @@ impl BuildContext {
     /// The stage's number in the pipeline.
     pub fn index(&self) -> usize {
         self.index
+    }
+
+    /// Reports the records of elements this stage dropped (filtered out, a batch remainder
+    /// left out, failed under the skip policy): they are done for this epoch, as delivered
+    /// ones are, and an elastic resume does not read them again (see [`crate::elastic`]).
+    pub fn dropped(&self, units: &Units) {
+        if let Some(t) = self.shared.elastic.as_ref().and_then(|e| e.tracking()) {
+            t.progress.dropped(units);
+        }
+    }
+
+    /// A file reader reached the end of file `file` (its index in the file list) after
+    /// `count` records (the next record index): the file's lanes have ended.
+    pub fn file_ended(&self, file: u64, count: u64) {
+        if let Some(t) = self.shared.elastic.as_ref().and_then(|e| e.tracking()) {
+            t.file_ended(self.index, file, count);
+        }
+    }
+
+    /// Whether `unit`, a part of a record, was delivered before this run (an epoch resumed
+    /// elastically after part of the record's rows were delivered): a stage splitting
+    /// records into parts leaves such parts out.
+    pub fn delivered_before(&self, unit: &Unit) -> bool {
+        self.shared
+            .elastic
+            .as_ref()
+            .and_then(|e| e.tracking())
+            .is_some_and(|t| t.delivered_before(unit))
+    }
+
+    /// The unit point this stage is in an epoch whose records are followed (a global
+    /// shuffle marks its records and reads this host's lanes itself).
+    pub(crate) fn unit_point(&self) -> Option<&Arc<PointRun>> {
+        self.point.as_ref()
+    }
+
+    /// The stream of this unit point has `count` positions in all (a global shuffle's
+    /// permutation, known once indexed): its lanes' ends.
+    pub(crate) fn unit_point_ended(&self, count: u64) {
+        if let (Some(point), Some(t)) = (
+            &self.point,
+            self.shared.elastic.as_ref().and_then(|e| e.tracking()),
+        ) {
+            t.progress.end_of_stream(point.space, count);
+        }
     }
 
     /// The pipeline's options.
@@ -139,6 +188,17 @@ impl BuildContext {
     /// down the stream (fail), `None` when it was skipped and counted (skip).
     pub fn on_error(&self, error: Error) -> Option<Error> {
         self.on_error_dropping(error, 1)
+    }
+
+    /// [`BuildContext::on_error`] for an error raised while processing `element` (wrapped
+    /// with this stage's context, [`BuildContext::element_error`]): under skip, the
+    /// element's records are reported dropped too.
+    pub fn on_element_error(&self, element: &Element, error: Error) -> Option<Error> {
+        let out = self.on_error(self.element_error(element, error));
+        if out.is_none() {
+            self.dropped(element.units());
+        }
+        out
     }
 
     /// [`BuildContext::on_error`] for an error that drops `n` elements at once (a failed

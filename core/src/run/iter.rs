@@ -4,12 +4,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::autotune::Autotuner;
-use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint};
+use crate::checkpoint::{CHECKPOINT_VERSION, Checkpoint, ElasticCheckpoint};
 use crate::dataset::{Dataset, RunState};
+use crate::elastic::progress::ProgressSnapshot;
+use crate::elastic::run::ElasticRun;
+use crate::elastic::space::unit_points;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::shutdown::{Shutdown, ShutdownTrigger};
 use crate::metrics::StatsRegistry;
+use crate::optimize::Optimized;
 use crate::plan::{self, PlanNode};
 use crate::stats::PipelineStats;
 use crate::stream::BoxStream;
@@ -37,6 +41,8 @@ pub struct PipelineIter {
     done: bool,
     /// Set by a [`Canceller`].
     cancelled: Arc<AtomicBool>,
+    /// The epoch's records, as elastic checkpoints follow them.
+    elastic: Arc<ElasticRun>,
     // Dropped after `stream` (fields drop in order): first the streams stop and join their
     // threads, and the trigger is set first in `drop` so blocked threads wake at once.
     trigger: Arc<ShutdownTrigger>,
@@ -66,15 +72,47 @@ impl Canceller {
 
 impl PipelineIter {
     /// Builds `dataset`'s plan that runs for `seed` and `epoch`, fast-forwarded `skip`
-    /// elements.
-    pub(crate) fn start(dataset: &Dataset, seed: u64, epoch: u64, skip: u64) -> Result<Self> {
+    /// elements; `before`: the progress of the checkpoint being resumed exactly (what was
+    /// done up to `skip`).
+    pub(crate) fn start(
+        dataset: &Dataset,
+        seed: u64,
+        epoch: u64,
+        skip: u64,
+        before: Option<&ProgressSnapshot>,
+    ) -> Result<Self> {
         let optimized = dataset.optimized()?;
+        let layout = crate::elastic::space::layout_of(dataset.plan());
+        let elastic = match layout {
+            Ok(layout) => ElasticRun::start(
+                layout,
+                unit_points(&optimized.plan, &optimized.numbers),
+                &optimized.numbers,
+                before,
+            ),
+            Err((layout, why)) => ElasticRun::Blocked { layout, why },
+        };
+        Self::start_with(dataset, optimized, seed, epoch, skip, elastic)
+    }
+
+    /// Builds the plan `optimized` (for `dataset`, whose statistics and state it keeps) for
+    /// `seed` and `epoch`, fast-forwarded `skip` elements, its records followed as `elastic`
+    /// says.
+    pub(crate) fn start_with(
+        dataset: &Dataset,
+        optimized: Arc<Optimized>,
+        seed: u64,
+        epoch: u64,
+        skip: u64,
+        elastic: ElasticRun,
+    ) -> Result<Self> {
         let options = dataset.options();
         let (trigger, shutdown) = Shutdown::new();
         let stats = Arc::new(StatsRegistry::new());
         let state = dataset.state();
         let learned = state.learned.locked().clone();
         let autotune = Autotuner::new(learned, options.ram_budget, &stats, shutdown.clone());
+        let elastic = Arc::new(elastic);
         let shared = Arc::new(RunShared {
             seed,
             options,
@@ -83,6 +121,7 @@ impl PipelineIter {
             autotune: Arc::clone(&autotune),
             indices: optimized.numbers.as_ref().clone(),
             rows: Default::default(),
+            elastic: Some(Arc::clone(&elastic)),
         });
         *state.last.locked() = Some((Arc::clone(&stats), Arc::clone(&autotune)));
         let mut iter = PipelineIter {
@@ -99,6 +138,7 @@ impl PipelineIter {
             failed: false,
             done: false,
             cancelled: Arc::default(),
+            elastic,
             trigger: Arc::new(trigger),
         };
         let (stream, skipped) = build_node(&optimized.plan, &shared, epoch, skip)?;
@@ -139,7 +179,30 @@ impl PipelineIter {
             seed: self.seed,
             epoch: self.epoch,
             position: self.position,
+            elastic: Some(self.elastic_checkpoint()),
         })
+    }
+
+    /// What an elastic resume needs of this host: the epoch's layout and this host's
+    /// progress, or why there is none.
+    fn elastic_checkpoint(&self) -> ElasticCheckpoint {
+        let layout = self.elastic.layout();
+        let (progress, unavailable) = match &*self.elastic {
+            ElasticRun::Blocked { why, .. } => (None, Some(why.clone())),
+            ElasticRun::Tracking(t) => match t.progress.snapshot() {
+                Ok(snapshot) => (Some(crate::elastic::encoding::encode(&snapshot)), None),
+                Err(why) => (None, Some(why)),
+            },
+        };
+        ElasticCheckpoint {
+            fingerprint: layout.fingerprint.clone(),
+            layout: layout.shards.clone(),
+            generation: layout.generation,
+            hosts: layout.hosts,
+            host: layout.host,
+            progress,
+            unavailable,
+        }
     }
 
     /// The first stage (as `name#number`, sources first) whose output order depends on
@@ -194,9 +257,12 @@ impl Iterator for PipelineIter {
             other => other,
         };
         match &item {
-            Some(Ok(_)) => {
+            Some(Ok(e)) => {
                 self.position += 1;
                 self.stats.produced();
+                if let Some(t) = self.elastic.tracking() {
+                    t.progress.delivered(e.units());
+                }
             }
             Some(Err(_)) | None => {
                 self.failed |= item.is_some();

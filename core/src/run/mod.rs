@@ -17,6 +17,8 @@ pub use input::Input;
 pub use iter::{Canceller, PipelineIter};
 
 use crate::autotune::Autotuner;
+use crate::elastic::run::{ElasticRun, FileUnits, PositionUnits};
+use crate::elastic::space::PointAt;
 use crate::error::{Error, Result};
 use crate::executor::shutdown::Shutdown;
 use crate::metrics::StatsRegistry;
@@ -41,6 +43,9 @@ pub(crate) struct RunShared {
     /// The threads that run the rows of a batch in parallel (`image_ops` on batches),
     /// `cpu_budget` of them, started on first use and ended with the run.
     pub(crate) rows: OnceLock<Option<Arc<rayon::ThreadPool>>>,
+    /// The records of this epoch, as elastic checkpoints follow them (`None`: not followed,
+    /// as in a stage's own test run).
+    pub(crate) elastic: Option<Arc<ElasticRun>>,
 }
 
 impl RunShared {
@@ -157,12 +162,15 @@ fn build_node_with(
         .collect();
     let name: Arc<str> = Arc::from(stage.display_name().as_ref());
     let metrics = shared.stats.register(index, &name, input_indices);
+    let tracking = shared.elastic.as_ref().and_then(|e| e.tracking());
+    let point = tracking.and_then(|t| t.point(node.key())).cloned();
     let ctx = BuildContext {
         shared: Arc::clone(shared),
         epoch,
         index,
         name,
         metrics: Arc::clone(&metrics),
+        point: point.clone(),
     };
     let inputs: Vec<Input> = node
         .inputs()
@@ -176,7 +184,79 @@ fn build_node_with(
             nested: None,
         })
         .collect();
-    let (inner, skipped) = build(&inputs, &ctx, skip)?;
+    // The file list of a space of files is read whole here: a new epoch's files are this
+    // host's lanes; a resumed one reads the files it holds records of.
+    if let Some(space) = tracking.and_then(|t| t.list_space(node.key())) {
+        let t = tracking.expect("a list space is tracked");
+        let stream = t.read_list(space, node, |n| {
+            if Arc::ptr_eq(n, node) {
+                build(&inputs, &ctx, 0).map(|(s, _)| s)
+            } else {
+                build_node(n, shared, epoch, 0).map(|(s, _)| s)
+            }
+        })?;
+        let mut stream: BoxStream = stream;
+        let skipped = discard(&mut stream, skip)?;
+        return Ok((
+            Box::new(Instrumented::new(stream, metrics, inline)),
+            skipped,
+        ));
+    }
+    let (inner, skipped) = match &point {
+        None => build(&inputs, &ctx, skip)?,
+        Some(point) => {
+            let run = Arc::clone(shared.elastic.as_ref().expect("a point is tracked"));
+            match &point.at {
+                PointAt::GlobalShuffle => build(&inputs, &ctx, skip)?,
+                PointAt::Files { .. } => {
+                    let (s, skipped) = build(&inputs, &ctx, skip)?;
+                    let s: BoxStream = Box::new(FileUnits {
+                        upstream: s,
+                        point: Arc::clone(point),
+                    });
+                    (s, skipped)
+                }
+                PointAt::Shard => {
+                    // The shard's own rule gives way to the lanes: its input's positions
+                    // are counted here, from the first one this host reads.
+                    let input = crate::stages::single_input(&inputs, "shard")?;
+                    let first = point.first_position();
+                    let opened = if first > 0 {
+                        input.skipping(first)
+                    } else {
+                        input.clone()
+                    };
+                    let upstream = opened.open()?;
+                    let mut s: BoxStream = Box::new(PositionUnits {
+                        upstream,
+                        next: opened.skipped(),
+                        point: Arc::clone(point),
+                        run,
+                        ended: false,
+                    });
+                    let skipped = discard(&mut s, skip)?;
+                    (s, skipped)
+                }
+                PointAt::Source => {
+                    let first = point.first_position();
+                    let (upstream, at) = if first > 0 {
+                        build(&inputs, &ctx, first)?
+                    } else {
+                        (build(&inputs, &ctx, 0)?.0, 0)
+                    };
+                    let mut s: BoxStream = Box::new(PositionUnits {
+                        upstream,
+                        next: at,
+                        point: Arc::clone(point),
+                        run,
+                        ended: false,
+                    });
+                    let skipped = discard(&mut s, skip)?;
+                    (s, skipped)
+                }
+            }
+        }
+    };
     Ok((Box::new(Instrumented::new(inner, metrics, inline)), skipped))
 }
 
@@ -206,6 +286,7 @@ fn build_nested(
 ) -> Result<(BoxStream, u64)> {
     let ctx = BuildContext {
         epoch,
+        point: None,
         ..ctx.clone()
     };
     let inputs = nested_inputs(node, &ctx, epoch);

@@ -68,6 +68,7 @@ use sluice_proto::Checksum;
 use sluice_proto::tfrecord::{FOOTER_LEN, HEADER_LEN, masked_crc32c};
 
 use crate::dataset::Dataset;
+use crate::elastic::{Unit, Units};
 use crate::element::{Element, ElementId, Provenance};
 use crate::error::{Error, Result};
 use crate::invalid::Invalid;
@@ -607,13 +608,18 @@ struct GlobalShuffleStream {
 }
 
 /// The order an epoch reads records in: the global permutation, or one shard's positions
-/// of it (`index`, `index + num_shards`, ...), the same permutation on every shard.
-#[derive(Debug, Clone, Copy)]
+/// of it (`index`, `index + num_shards`, ...), the same permutation on every shard, or the
+/// positions an elastic resume dealt to this host.
+#[derive(Debug, Clone)]
 struct Order {
     perm: Permutation,
     shard: Option<(u64, u64)>,
+    /// The positions of the permutation to read, in order (an elastic resume).
+    positions: Option<Arc<Vec<u64>>>,
     /// Positions this order has.
     len: u64,
+    /// The unit space records are counted in (elastic checkpoints), by their position.
+    space: Option<u16>,
 }
 
 impl Order {
@@ -623,15 +629,46 @@ impl Order {
             Some(_) => 0,
             None => total,
         };
-        Order { perm, shard, len }
+        Order {
+            perm,
+            shard,
+            positions: None,
+            len,
+            space: None,
+        }
+    }
+
+    /// The order reading exactly `positions` of the permutation.
+    fn of_positions(perm: Permutation, positions: Vec<u64>) -> Order {
+        Order {
+            perm,
+            shard: None,
+            len: positions.len() as u64,
+            positions: Some(Arc::new(positions)),
+            space: None,
+        }
+    }
+
+    /// The position in the permutation of this order's position `q`.
+    fn position(&self, q: u64) -> u64 {
+        match (&self.positions, self.shard) {
+            (Some(list), _) => list[q as usize],
+            (None, Some((n, i))) => i + q * n,
+            (None, None) => q,
+        }
     }
 
     /// The global record number at this order's position `q`.
     fn apply(&self, q: u64) -> u64 {
-        match self.shard {
-            Some((n, i)) => self.perm.apply(i + q * n),
-            None => self.perm.apply(q),
+        self.perm.apply(self.position(q))
+    }
+
+    /// Marks `e`, read at this order's position `q`, with its record.
+    fn mark(&self, q: u64, mut e: Element) -> Element {
+        if let Some(space) = self.space {
+            e.set_units(Units::one(Unit::whole(space, 0, self.position(q))));
         }
+        e
     }
 }
 
@@ -734,11 +771,17 @@ impl GlobalShuffleStream {
     fn start(&mut self, files: BoxStream) -> Result<()> {
         let t = Instant::now();
         let shards = Arc::new(self.index(files)?);
-        let perm = Order::new(
-            Permutation::new(shards.len(), self.key),
-            shards.len(),
-            self.shard,
-        );
+        let permutation = Permutation::new(shards.len(), self.key);
+        let mut perm = match self.ctx.unit_point() {
+            Some(point) if point.resumed() => {
+                Order::of_positions(permutation, point.positions(shards.len()))
+            }
+            _ => Order::new(permutation, shards.len(), self.shard),
+        };
+        if let Some(point) = self.ctx.unit_point() {
+            perm.space = Some(point.space);
+            self.ctx.unit_point_ended(shards.len());
+        }
         self.total = perm.len;
         let first = self.start_at.min(self.total);
         if self.threads == 0 {
@@ -762,6 +805,7 @@ impl GlobalShuffleStream {
             rxs.push(rx);
             let shards = Arc::clone(&shards);
             let ctx = self.ctx.clone();
+            let perm = perm.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("sluice-{}-read{w}", ctx.stage_label()))
                 .spawn(move || {
@@ -771,10 +815,10 @@ impl GlobalShuffleStream {
                         let mut chunk = Vec::with_capacity(chunk_len as usize);
                         let range = first + c * chunk_len..(first + (c + 1) * chunk_len).min(n);
                         if remote {
-                            let globals: Vec<u64> = range.map(|p| perm.apply(p)).collect();
-                            for read in shards.read_many(&globals, &ctx) {
+                            let globals: Vec<u64> = range.clone().map(|p| perm.apply(p)).collect();
+                            for (q, read) in range.zip(shards.read_many(&globals, &ctx)) {
                                 match read {
-                                    Ok(e) => chunk.push(Ok(e)),
+                                    Ok(e) => chunk.push(Ok(perm.mark(q, e))),
                                     Err(e) => chunk.extend(ctx.on_error(e).map(Err)),
                                 }
                             }
@@ -782,7 +826,7 @@ impl GlobalShuffleStream {
                             for p in range {
                                 let (s, r) = shards.locate(perm.apply(p));
                                 match shards.read(s, r, &ctx) {
-                                    Ok(e) => chunk.push(Ok(e)),
+                                    Ok(e) => chunk.push(Ok(perm.mark(p, e))),
                                     Err(e) => chunk.extend(ctx.on_error(e).map(Err)),
                                 }
                             }
@@ -894,10 +938,11 @@ impl ElementStream for GlobalShuffleStream {
                         self.state = State::Done;
                         return None;
                     }
-                    let (s, r) = shards.locate(perm.apply(*next));
+                    let q = *next;
+                    let (s, r) = shards.locate(perm.apply(q));
                     *next += 1;
                     match shards.read(s, r, &self.ctx) {
-                        Ok(e) => return Some(Ok(e)),
+                        Ok(e) => return Some(Ok(perm.mark(q, e))),
                         Err(e) => {
                             if let Some(e) = self.ctx.on_error(e) {
                                 return Some(Err(e));

@@ -110,6 +110,7 @@ impl TfRecordSpec {
             file_index,
             skipped: 0,
             ctx: ctx.clone(),
+            ended: false,
         }))
     }
 }
@@ -120,6 +121,8 @@ struct FileRecords {
     file_index: u64,
     skipped: u64,
     ctx: BuildContext,
+    /// The end was reported (elastic checkpoints: the file's lanes end there).
+    ended: bool,
 }
 
 impl ElementStream for FileRecords {
@@ -143,7 +146,16 @@ impl ElementStream for FileRecords {
                         }),
                     )))
                 }
-                Ok(None) => None,
+                Ok(None) => {
+                    if !self.ended {
+                        self.ended = true;
+                        self.ctx.file_ended(
+                            self.file_index,
+                            self.reader.records() + self.reader.skipped(),
+                        );
+                    }
+                    None
+                }
                 Err(e) => {
                     // The reader has ended; under the skip policy the rest of the file is
                     // one skip, counted; otherwise the error travels. It names the record

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::Dataset;
+use crate::elastic::Units;
 use crate::element::{Element, batch_values};
 use crate::error::{Error, Result};
 use crate::executor::parallel::{ParallelStream, Source, WorkFn};
@@ -110,6 +111,7 @@ impl Stage for BatchSpec {
             upstream,
             size: self.batch_size,
             drop_remainder: self.drop_remainder,
+            ctx: ctx.clone(),
         };
         let workers = ctx.parallelism(self.num_parallel);
         if workers.0 > 0 {
@@ -148,6 +150,10 @@ impl Stage for BatchSpec {
 
     fn order_deterministic(&self) -> bool {
         self.deterministic || self.num_parallel == NumParallel::Sequential
+    }
+
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
     }
 
     fn runs_inline(&self) -> bool {
@@ -191,21 +197,30 @@ pub(crate) struct Groups {
     pub(crate) upstream: BoxStream,
     pub(crate) size: usize,
     pub(crate) drop_remainder: bool,
+    /// The batching stage's context (a remainder left out is reported dropped).
+    pub(crate) ctx: BuildContext,
 }
 
 impl Source<Vec<Element>> for Groups {
     fn next_item(&mut self) -> Option<Result<Vec<Element>>> {
         let upstream = &mut self.upstream;
-        group(|| upstream.next(), self.size, self.drop_remainder)
+        group(
+            || upstream.next(),
+            self.size,
+            self.drop_remainder,
+            &self.ctx,
+        )
     }
 }
 
 /// The next group of `size` elements from `pull` (smaller at the end unless
-/// `drop_remainder`); an error from `pull` ends the group and is returned instead.
+/// `drop_remainder`: then the remainder's records are reported dropped); an error from
+/// `pull` ends the group and is returned instead.
 pub(crate) fn group(
     mut pull: impl FnMut() -> Option<Result<Element>>,
     size: usize,
     drop_remainder: bool,
+    ctx: &BuildContext,
 ) -> Option<Result<Vec<Element>>> {
     let mut items = Vec::with_capacity(size);
     while items.len() < size {
@@ -215,10 +230,19 @@ pub(crate) fn group(
             None => break,
         }
     }
-    if items.is_empty() || (drop_remainder && items.len() < size) {
+    if items.is_empty() {
+        return None;
+    }
+    if drop_remainder && items.len() < size {
+        ctx.dropped(&units_of(&items));
         return None;
     }
     Some(Ok(items))
+}
+
+/// The records of `items`, in order (a batch's).
+pub(crate) fn units_of(items: &[Element]) -> Units {
+    Units::concat(items.iter().map(Element::units))
 }
 
 /// The next batch of the elements `pull` gives: a [`group`] combined by `combine`; a batch
@@ -231,7 +255,7 @@ pub(crate) fn next_batch(
     ctx: &BuildContext,
 ) -> Option<Result<Element>> {
     loop {
-        let items = match group(&mut pull, size, drop_remainder)? {
+        let items = match group(&mut pull, size, drop_remainder, ctx)? {
             Ok(items) => items,
             Err(e) => return Some(Err(e)),
         };
@@ -239,8 +263,9 @@ pub(crate) fn next_batch(
             Ok(b) => return Some(Ok(b)),
             Err(e) => {
                 let e = ctx.element_error(&items[0], e);
-                if let Some(e) = ctx.on_error_dropping(e, items.len() as u64) {
-                    return Some(Err(e));
+                match ctx.on_error_dropping(e, items.len() as u64) {
+                    Some(e) => return Some(Err(e)),
+                    None => ctx.dropped(&units_of(&items)),
                 }
             }
         }
@@ -263,6 +288,7 @@ impl ElementStream for BatchStream {
             upstream,
             size,
             drop_remainder,
+            ..
         } = &mut self.groups;
         next_batch(
             || upstream.next(),
@@ -293,6 +319,7 @@ pub(crate) fn combine_dense(items: &[Element]) -> Result<Element> {
     let names = common_names(items)?;
     let mut out = Element::new(items[0].id());
     out.set_provenance(items[0].provenance().cloned());
+    out.set_units(units_of(items));
     for name in names {
         let values: Vec<_> = items
             .iter()

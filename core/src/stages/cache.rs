@@ -127,6 +127,12 @@ impl Stage for CacheStage {
         "cache"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Err(std::borrow::Cow::Borrowed(
+            "`cache` after the unit points keeps each host's own records, which another number of hosts cannot use; put it right after the source",
+        ))
+    }
+
     fn params(&self) -> Params {
         Params::of(&self.spec)
     }

@@ -19,6 +19,10 @@ impl Stage for ConcatenateSpec {
         "concatenate"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }

@@ -923,6 +923,10 @@ impl Stage for ImageOpsSpec {
         "image_ops"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }

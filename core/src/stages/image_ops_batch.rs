@@ -55,6 +55,10 @@ impl Stage for FusedImageOpsBatch {
         "batch"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+
     fn params(&self) -> Params {
         Params::of(&self.batch).with("fused_with_input", "image_ops")
     }

@@ -169,6 +169,12 @@ impl Stage for InterleaveStage {
         "interleave"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Err(std::borrow::Cow::Borrowed(
+            "an `interleave` of custom sub-datasets: which record its elements come from is unknown",
+        ))
+    }
+
     fn params(&self) -> Params {
         Params::of(&self.spec).merged(self.reads.clone())
     }

@@ -8,6 +8,7 @@ use crate::element::Element;
 use crate::error::Result;
 use crate::executor::parallel::{ParallelStream, WorkFn, apply};
 use crate::invalid::Invalid;
+use crate::options::ErrorPolicy;
 use crate::parallelism::NumParallel;
 use crate::parallelism::check_num_parallel;
 use crate::params::Params;
@@ -114,11 +115,34 @@ impl Stage for MapStage {
         let upstream = crate::stages::single_input(inputs, self.kind)?.open()?;
         let key = ctx.stream_key();
         let f = Arc::clone(&self.f);
-        let work: WorkFn = Arc::new(move |e: Element| {
+        let drops = ctx.clone();
+        let work: WorkFn = Arc::new(move |mut e: Element| {
             let mut rng = key.element_rng(e.id());
-            f(e, &mut rng)
+            // The function's output keeps the element's records (whether it returns the
+            // element or makes a new one); an element it drops has its records reported.
+            let units = e.take_units();
+            match f(e, &mut rng) {
+                Ok(Some(mut out)) => {
+                    out.set_units(units);
+                    Ok(Some(out))
+                }
+                Ok(None) => {
+                    drops.dropped(&units);
+                    Ok(None)
+                }
+                Err(error) => {
+                    if drops.error_policy() == ErrorPolicy::Skip {
+                        drops.dropped(&units);
+                    }
+                    Err(error)
+                }
+            }
         });
         Ok(run_elementwise(upstream, work, self.spec, ctx))
+    }
+
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
     }
 
     fn build_from(
@@ -195,12 +219,19 @@ pub(crate) fn map_next(
             Ok(e) => e,
             Err(e) => return Some(Err(e)),
         };
+        // Under skip, a failed element's records are reported dropped.
+        let units = (ctx.error_policy() == ErrorPolicy::Skip).then(|| element.units().clone());
         match apply(f, element, ctx) {
             Ok(Some(e)) => return Some(Ok(e)),
             Ok(None) => continue,
             Err(e) => match ctx.on_error(e) {
                 Some(e) => return Some(Err(e)),
-                None => continue,
+                None => {
+                    if let Some(units) = &units {
+                        ctx.dropped(units);
+                    }
+                    continue;
+                }
             },
         }
     }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::elastic::Units;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::parallel::{ParallelStream, Source, WorkFn, apply};
@@ -116,12 +117,18 @@ impl MapChunksStage {
     }
 }
 
-/// Runs `f` on one chunk and gives the outputs their ids.
-fn run_chunk(f: &ChunkFn, chunk: Vec<Element>, key: crate::rng::StreamKey) -> Result<Vec<Element>> {
+/// Runs `f` on one chunk and gives the outputs their ids and records (an input with no
+/// output has its records reported dropped; several outputs of one input are its parts).
+fn run_chunk(
+    f: &ChunkFn,
+    mut chunk: Vec<Element>,
+    key: crate::rng::StreamKey,
+    ctx: &BuildContext,
+) -> Result<Vec<Element>> {
     let n = chunk.len();
     let parents: Vec<_> = chunk
-        .iter()
-        .map(|e| (e.id(), e.provenance().cloned()))
+        .iter_mut()
+        .map(|e| (e.id(), e.provenance().cloned(), e.take_units()))
         .collect();
     let mut rngs: Vec<ElementRng> = chunk.iter().map(|e| key.element_rng(e.id())).collect();
     let outputs = f(chunk, &mut rngs)?;
@@ -136,27 +143,54 @@ fn run_chunk(f: &ChunkFn, chunk: Vec<Element>, key: crate::rng::StreamKey) -> Re
         last = *parent;
         counts[*parent] += 1;
     }
-    let mut seen = vec![0u64; n];
-    Ok(outputs
-        .into_iter()
-        .map(|(parent, mut e)| {
-            let (id, provenance) = &parents[parent];
-            let k = seen[parent];
-            seen[parent] += 1;
-            e.set_id(if counts[parent] == 1 {
-                *id
+    for (parent, (_, _, units)) in parents.iter().enumerate() {
+        if counts[parent] == 0 {
+            ctx.dropped(units);
+        }
+    }
+    let label = ctx.stage_label();
+    let mut parts: Vec<std::vec::IntoIter<Units>> = parents
+        .iter()
+        .zip(&counts)
+        .map(|((_, _, units), count)| {
+            if *count > 1 {
+                units.split(*count as usize, &label).into_iter()
             } else {
-                id.child(k)
-            });
-            e.set_provenance(provenance.clone());
-            e
+                vec![units.clone()].into_iter()
+            }
         })
-        .collect())
+        .collect();
+    let mut seen = vec![0u64; n];
+    let mut out = Vec::with_capacity(outputs.len());
+    for (parent, mut e) in outputs {
+        let (id, provenance, _) = &parents[parent];
+        let k = seen[parent];
+        seen[parent] += 1;
+        e.set_id(if counts[parent] == 1 {
+            *id
+        } else {
+            id.child(k)
+        });
+        e.set_provenance(provenance.clone());
+        e.set_units(parts[parent].next().unwrap_or_default());
+        // A resumed epoch leaves out the parts of records delivered before.
+        if let [unit] = e.units().as_slice()
+            && ctx.delivered_before(unit)
+        {
+            continue;
+        }
+        out.push(e);
+    }
+    Ok(out)
 }
 
 impl Stage for MapChunksStage {
     fn name(&self) -> &'static str {
         "map_chunks"
+    }
+
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
     }
 
     fn params(&self) -> Params {
@@ -189,8 +223,9 @@ impl Stage for MapChunksStage {
         };
         let key = ctx.stream_key();
         let f = Arc::clone(&self.f);
+        let chunk_ctx = ctx.clone();
         let work: WorkFn<Vec<Element>, Vec<Element>> =
-            Arc::new(move |chunk: Vec<Element>| run_chunk(&f, chunk, key));
+            Arc::new(move |chunk: Vec<Element>| run_chunk(&f, chunk, key, &chunk_ctx));
         Ok(match ctx.parallelism(self.spec.num_parallel) {
             (0, _) => Box::new(SequentialChunks {
                 groups,
@@ -269,13 +304,18 @@ impl ElementStream for SequentialChunks {
                 Err(e) => return Some(Err(e)),
             };
             let dropped = chunk.len() as u64;
+            let units = (self.ctx.error_policy() == crate::options::ErrorPolicy::Skip)
+                .then(|| crate::stages::batch::units_of(&chunk));
             match apply(&self.f, chunk, &self.ctx) {
                 Ok(out) => self.ready.extend(out),
-                Err(e) => {
-                    if let Some(e) = self.ctx.on_error_dropping(e, dropped) {
-                        return Some(Err(e));
+                Err(e) => match self.ctx.on_error_dropping(e, dropped) {
+                    Some(e) => return Some(Err(e)),
+                    None => {
+                        if let Some(units) = &units {
+                            self.ctx.dropped(units);
+                        }
                     }
-                }
+                },
             }
         }
     }

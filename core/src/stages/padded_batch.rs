@@ -316,6 +316,7 @@ impl Stage for PaddedBatchSpec {
                 upstream: crate::stages::single_input(inputs, "padded_batch")?.open()?,
                 size: self.batch_size,
                 drop_remainder: self.drop_remainder,
+                ctx: ctx.clone(),
             },
             combine: Box::new(move |items| pad_and_stack(items, &spec)),
             ctx: ctx.clone(),
@@ -337,12 +338,17 @@ impl Stage for PaddedBatchSpec {
             skip,
         )
     }
+
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
 }
 
 fn pad_and_stack(items: &[Element], spec: &PaddedBatchSpec) -> Result<Element> {
     let names = common_names(items)?;
     let mut out = Element::new(items[0].id());
     out.set_provenance(items[0].provenance().cloned());
+    out.set_units(crate::stages::batch::units_of(items));
     for name in names {
         let tensors: Vec<&Tensor> = items
             .iter()

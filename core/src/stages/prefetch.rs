@@ -104,6 +104,10 @@ impl Stage for PrefetchSpec {
         "prefetch"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }

@@ -44,6 +44,12 @@ impl Stage for RepeatSpec {
         "repeat"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Err(std::borrow::Cow::Borrowed(
+            "`repeat` after the unit points reads each record several times in one epoch; iterate epochs instead (an elastic checkpoint counts records per epoch)",
+        ))
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }

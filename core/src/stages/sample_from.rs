@@ -35,6 +35,10 @@ impl Stage for SampleFromSpec {
         "sample_from"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }

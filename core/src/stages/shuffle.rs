@@ -72,6 +72,10 @@ impl Stage for ShuffleSpec {
         "shuffle"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), Invalid> {
         Spec::validate(self)
     }

@@ -39,6 +39,12 @@ impl Stage for SkipSpec {
         "skip"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Err(std::borrow::Cow::Borrowed(
+            "`skip` after the unit points makes an epoch depend on the number of hosts; put it right after the source",
+        ))
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }

@@ -39,6 +39,12 @@ impl Stage for TakeSpec {
         "take"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Err(std::borrow::Cow::Borrowed(
+            "`take` after the unit points makes an epoch depend on the number of hosts; put it right after the source, or stop the loop instead",
+        ))
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }

@@ -43,6 +43,10 @@ impl Stage for UnbatchSpec {
         "unbatch"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }
@@ -100,9 +104,24 @@ impl ElementStream for UnbatchStream {
                 Err(e) => return Some(Err(e)),
             };
             match split(&batch) {
-                Ok(rows) => self.pending.extend(rows),
+                Ok(mut rows) => {
+                    if rows.is_empty() {
+                        // No rows: the batch's records are consumed with nothing to show.
+                        self.ctx.dropped(batch.units());
+                    }
+                    let units = batch.units().split(rows.len(), &self.ctx.stage_label());
+                    for (row, units) in rows.iter_mut().zip(units) {
+                        row.set_units(units);
+                    }
+                    // A resumed epoch leaves out the parts of records delivered before.
+                    rows.retain(|row| match row.units().as_slice() {
+                        [unit] => !self.ctx.delivered_before(unit),
+                        _ => true,
+                    });
+                    self.pending.extend(rows)
+                }
                 Err(e) => {
-                    if let Some(e) = self.ctx.on_error(self.ctx.element_error(&batch, e)) {
+                    if let Some(e) = self.ctx.on_element_error(&batch, e) {
                         return Some(Err(e));
                     }
                 }

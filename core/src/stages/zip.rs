@@ -21,6 +21,10 @@ impl Stage for ZipSpec {
         "zip"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }
@@ -63,6 +67,7 @@ impl ElementStream for ZipStream {
                 }
             }
             let mut out = parts[0].clone();
+            out.set_units(crate::stages::batch::units_of(&parts));
             let mut clash = None;
             for p in &parts[1..] {
                 for (name, v) in p.iter() {
@@ -78,7 +83,7 @@ impl ElementStream for ZipStream {
                     let e = Error::data(format!(
                         "zip: two inputs have a value named {name:?}; rename one with a map first"
                     ));
-                    if let Some(e) = self.ctx.on_error(self.ctx.element_error(&parts[0], e)) {
+                    if let Some(e) = self.ctx.on_element_error(&out, e) {
                         return Some(Err(e));
                     }
                 }

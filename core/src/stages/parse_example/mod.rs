@@ -369,6 +369,10 @@ impl Stage for ParseExampleSpec {
         "parse_example"
     }
 
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+
     fn params(&self) -> Params {
         Params::of(self)
     }
@@ -444,7 +448,7 @@ impl ElementStream for ParseStream {
                     return Some(Ok(element));
                 }
                 Err(e) => {
-                    if let Some(e) = self.ctx.on_error(self.ctx.element_error(&element, e)) {
+                    if let Some(e) = self.ctx.on_element_error(&element, e) {
                         return Some(Err(e));
                     }
                 }
