@@ -149,13 +149,23 @@ pub(crate) const RECORD: &str = "record";
 /// Values keep the order they were inserted in. Cloning an element shares every buffer.
 ///
 /// An element also carries the records it was made of ([`Units`]), which elastic checkpoints
-/// count; they are bookkeeping, not data: equality and digests leave them out.
-#[derive(Clone, Debug)]
+/// count; they are bookkeeping, not data: equality, `Debug` and digests leave them out.
+#[derive(Clone)]
 pub struct Element {
     id: ElementId,
     provenance: Option<Provenance>,
     values: Vec<(Arc<str>, Value)>,
     units: Units,
+}
+
+impl fmt::Debug for Element {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Element")
+            .field("id", &self.id)
+            .field("provenance", &self.provenance)
+            .field("values", &self.values)
+            .finish()
+    }
 }
 
 impl PartialEq for Element {
