@@ -115,8 +115,11 @@ pub(crate) struct RunArgs {
 
     /// Continue the run a checkpoint was written for (with the same pipeline file and
     /// options): the elements that follow are exactly those the run would have produced.
-    #[arg(long, value_name = "FILE", conflicts_with = "output")]
-    resume: Option<PathBuf>,
+    /// On several hosts, give every host's checkpoint (repeat the flag, or list them after
+    /// it): each host of this run, whatever their number now (its `shard` stage), reads
+    /// its share of what the epoch has left, every record once.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "output")]
+    resume: Vec<PathBuf>,
 
     /// Write a SHA-256 of every pipeline element (its id and values' bytes) to FILE, one
     /// line each, to compare runs; appended to when resuming.
@@ -240,7 +243,7 @@ pub(crate) struct Checkpointing {
     /// How often.
     pub(crate) every: Duration,
     /// Continue this run (`--resume`).
-    pub(crate) resume: Option<RunCheckpoint>,
+    pub(crate) resume: Option<Resume>,
     /// Set by Ctrl-C: write a checkpoint and stop.
     pub(crate) interrupted: Arc<AtomicBool>,
     /// Stop as if interrupted after this many elements of this process (tests).
@@ -264,6 +267,10 @@ pub(crate) struct RunCheckpoint {
     pub(crate) batches: u64,
     /// The pipeline's position.
     pub(crate) checkpoint: Checkpoint,
+    /// At the start of an epoch: the end of the one before (everything this host read of
+    /// it), which hosts still in that epoch need to resume on another number of hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ended: Option<Checkpoint>,
 }
 
 impl RunCheckpoint {
@@ -286,6 +293,65 @@ impl RunCheckpoint {
         Checkpoint::from_json(&cp.checkpoint.to_json())
             .with_context(|| format!("{}", path.display()))?;
         Ok(cp)
+    }
+}
+
+/// What `--resume` continues: the checkpoints of every host of a run (one when the run had
+/// one host, or when this host continues its own), the epoch of the run they are in, and
+/// the counts so far (this host's own when it continues its own checkpoint, else 0).
+#[derive(Debug, Clone)]
+pub(crate) struct Resume {
+    pub(crate) epoch_index: u64,
+    pub(crate) taken: u64,
+    pub(crate) elements: u64,
+    pub(crate) batches: u64,
+    pub(crate) checkpoints: Vec<Checkpoint>,
+}
+
+impl Resume {
+    /// The checkpoints written by `sluice run --checkpoint` at `paths`.
+    pub(crate) fn load(paths: &[PathBuf]) -> Result<Option<Resume>> {
+        let runs = paths
+            .iter()
+            .map(|p| RunCheckpoint::load(p))
+            .collect::<Result<Vec<_>>>()?;
+        let Some(first) = runs.first() else {
+            return Ok(None);
+        };
+        let own = runs.len() == 1;
+        // Hosts that finished the epoch others are still in wrote the next epoch's start:
+        // their end of that epoch stands for them.
+        let epoch_index = runs.iter().map(|r| r.epoch_index).min().unwrap_or(0);
+        let mut checkpoints = Vec::with_capacity(runs.len());
+        for (i, r) in runs.iter().enumerate() {
+            match (&r.ended, r.epoch_index) {
+                (_, e) if e == epoch_index => checkpoints.push(r.checkpoint.clone()),
+                (Some(ended), e) if e == epoch_index + 1 => checkpoints.push(ended.clone()),
+                (_, e) => anyhow::bail!(
+                    "{} is in epoch {} of its run, {} in epoch {}: give the checkpoints every host wrote at one step",
+                    paths[i].display(),
+                    e + 1,
+                    paths[0].display(),
+                    first.epoch_index + 1
+                ),
+            }
+        }
+        Ok(Some(Resume {
+            epoch_index,
+            taken: if own { first.taken } else { 0 },
+            elements: if own { first.elements } else { 0 },
+            batches: if own { first.batches } else { 0 },
+            checkpoints,
+        }))
+    }
+
+    /// The rest of the epoch: this host's own checkpoint resumed exactly, or every host's
+    /// dealt to this run's hosts ([`Dataset::resume_elastic`]).
+    fn open(&self, dataset: &Dataset) -> sluice_core::Result<PipelineIter> {
+        match self.checkpoints.as_slice() {
+            [one] if one.elastic.is_none() => dataset.resume(one),
+            all => dataset.resume_elastic(all),
+        }
     }
 }
 
@@ -327,7 +393,7 @@ pub(crate) fn run_epochs_with(
             break;
         }
         let opened = match &resume {
-            Some(r) if epoch == first_epoch => dataset.resume(&r.checkpoint),
+            Some(r) if epoch == first_epoch => r.open(dataset),
             _ => dataset.iter(),
         };
         let mut iter = match opened {
@@ -345,6 +411,7 @@ pub(crate) fn run_epochs_with(
                     elements,
                     batches,
                     checkpoint: iter.checkpoint()?,
+                    ended: None,
                 }
                 .save(path)?;
             }
@@ -406,9 +473,8 @@ pub(crate) fn run_epochs_with(
         if failure.is_none() {
             // The end of an epoch: a checkpoint at the start of the next.
             if let Some(path) = &ckpt.path {
-                let mut next = iter.checkpoint()?;
-                next.epoch += 1;
-                next.position = 0;
+                let ended = iter.checkpoint()?;
+                let next = ended.next_epoch();
                 let end_of_take = taken >= limit;
                 RunCheckpoint {
                     epoch_index: if end_of_take { epochs } else { epoch + 1 },
@@ -416,6 +482,7 @@ pub(crate) fn run_epochs_with(
                     elements,
                     batches,
                     checkpoint: next,
+                    ended: Some(ended),
                 }
                 .save(path)?;
                 last_save = Instant::now();
@@ -472,10 +539,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     let ckpt = Checkpointing {
         path: args.checkpoint.clone(),
         every: Duration::from_secs_f64(args.checkpoint_every.max(0.0)),
-        resume: match &args.resume {
-            Some(path) => Some(RunCheckpoint::load(path)?),
-            None => None,
-        },
+        resume: Resume::load(&args.resume)?,
         interrupted: Arc::default(),
         stop_after: args.stop_after,
         digests: args.digests.clone(),

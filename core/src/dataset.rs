@@ -386,6 +386,15 @@ impl Dataset {
             };
             progress.push((name, snapshot));
         }
+        let now = space::layout(self.plan());
+        if now.len() < layout_shards.len() {
+            return Err(fail(format!(
+                "the run that took the checkpoints had {} `shard` stage(s) ({} hosts), this pipeline {}: keep every `shard` stage where it was (one host: num_shards = 1, index = 0)",
+                layout_shards.len(),
+                parts[0].hosts,
+                now.len()
+            )));
+        }
         let merged = deal::merge(&progress).map_err(fail)?;
         let relaid = Dataset::from_plan(space::with_layout(self.plan(), &layout_shards))
             .with_options(self.options());
