@@ -456,16 +456,34 @@ class Pipeline:
 
     def iter(
         self,
-        resume: Optional[bytes] = None,
+        resume: Optional[Union[bytes, Sequence[bytes]]] = None,
         progress: Union[bool, str] = False,
     ) -> "PipelineIterator":
-        """An iterator over one epoch (each call starts the next epoch), or, with
-        ``resume=`` a checkpoint from :meth:`PipelineIterator.checkpoint`, the rest of the
-        epoch it was taken in: exactly the elements an uninterrupted run would still have
-        yielded. ``progress=True`` (or a description) shows a progress bar on stderr."""
-        if resume is not None and not isinstance(resume, (bytes, bytearray)):
-            raise InvalidArgumentError("resume must be the bytes checkpoint() returned")
-        inner = self._dataset().iter(bytes(resume) if resume is not None else None)
+        """An iterator over one epoch (each call starts the next epoch), or the rest of an
+        epoch:
+
+        - ``resume=checkpoint`` (the bytes :meth:`PipelineIterator.checkpoint` returned):
+          exactly the elements an uninterrupted run would still have yielded;
+        - ``resume=[checkpoint, ...]``, the checkpoints **every host** of a run took at one
+          step: this host's share of what the epoch has left, on any number of hosts (this
+          pipeline's ``shard(num_hosts, rank)``; one host without a shard). Every record
+          not yet delivered is read by exactly one host, none twice (elastic resume; with as
+          many hosts as before, each continues its own stream exactly).
+
+        ``progress=True`` (or a description) shows a progress bar on stderr."""
+        if resume is None:
+            arg: Optional[Union[bytes, List[bytes]]] = None
+        elif isinstance(resume, (bytes, bytearray)):
+            arg = bytes(resume)
+        elif isinstance(resume, (list, tuple)) and all(
+            isinstance(c, (bytes, bytearray)) for c in resume
+        ):
+            arg = [bytes(c) for c in resume]
+        else:
+            raise InvalidArgumentError(
+                "resume must be the bytes checkpoint() returned, or a list of every host's"
+            )
+        inner = self._dataset().iter(arg)
         return PipelineIterator(inner, self, progress)
 
     def iter_epoch(self, epoch: int, progress: Union[bool, str] = False) -> "PipelineIterator":
@@ -625,9 +643,11 @@ class PipelineIterator(Iterator[Element]):
             self._progress = None
 
     def checkpoint(self) -> bytes:
-        """Where the iteration is, as the small cursor the Rust API writes (JSON bytes):
-        give it to ``pipeline.iter(resume=...)``, here or in another process, to continue at
-        exactly the next element."""
+        """Where the iteration is, as the checkpoint the Rust API writes (JSON bytes): give
+        it to ``pipeline.iter(resume=...)``, here or in another process, to continue at
+        exactly the next element; or give every host's to each host of a new layout (elastic
+        resume). After the epoch's end it is the end (what other hosts still in the epoch
+        need); after a failure or ``close()`` there is none (``RuntimeError``)."""
         return self._inner.checkpoint()
 
     def stats(self) -> Optional[Dict[str, Any]]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -109,15 +109,17 @@ class IterableDataset(_tud.IterableDataset):
         self.as_torch = as_torch
         self.pin_memory = pin_memory
         self._iterator: Optional[PipelineIterator] = None
-        self._resume: Optional[bytes] = None
+        self._resume: Optional[Union[bytes, List[bytes]]] = None
         self._epoch: Optional[int] = None
         self._shard_pipeline: Optional[Tuple[Tuple[int, int], Pipeline]] = None
 
-    def _pipeline_here(self) -> Pipeline:
+    def _pipeline_here(self, elastic: bool = False) -> Pipeline:
         if not self.shard:
             return self.pipeline
         num_shards, index = shard_of_this_process()
-        if num_shards == 1:
+        # One process reads the pipeline as it is (the same elements as iterating it), but
+        # when it continues a run of several ranks: that run's shard stage stays, as 1/0.
+        if num_shards == 1 and not elastic:
             return self.pipeline
         cached = self._shard_pipeline
         if cached is None or cached[0] != (num_shards, index):
@@ -133,8 +135,8 @@ class IterableDataset(_tud.IterableDataset):
         self._epoch = int(epoch)
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
-        pipeline = self._pipeline_here()
         resume, self._resume = self._resume, None
+        pipeline = self._pipeline_here(elastic=isinstance(resume, list) and _sharded(resume))
         if self._iterator is not None:
             self._iterator.close()
         if resume is None and self._epoch is not None:
@@ -157,18 +159,38 @@ class IterableDataset(_tud.IterableDataset):
 
     def state_dict(self) -> Dict[str, Any]:
         """The position: ``{"checkpoint": bytes or None, "shard": [num_shards, index]}``
-        (``None`` before the first element of an epoch and after its end)."""
+        (``None`` before the first element of an epoch; after its end, the end: resuming
+        from it yields nothing more of that epoch, and the next ``iter()`` starts the
+        next)."""
         checkpoint = None
         if self._iterator is not None and self._iterator.yielded > 0:
             try:
                 checkpoint = self._iterator.checkpoint()
             except RuntimeError:
-                checkpoint = None  # the epoch ended: the next starts afresh
+                checkpoint = None  # the run failed or was closed: nothing to continue
         return {"checkpoint": checkpoint, "shard": list(shard_of_this_process())}
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Continue at ``state`` (from :meth:`state_dict`) on the next ``iter()``."""
-        self._resume = state.get("checkpoint")
+    def load_state_dict(self, state: Union[Dict[str, Any], Sequence[Dict[str, Any]]]) -> None:
+        """Continue at ``state`` (from :meth:`state_dict`) on the next ``iter()``.
+
+        Given the states of **every rank** of a run (a list, e.g. gathered with
+        ``torch.distributed.all_gather_object``), each rank of this run, however many there
+        are now, reads its share of what the epoch has left: every record once (elastic
+        resume; see :meth:`sluice.Pipeline.iter`)."""
+        if isinstance(state, dict):
+            self._resume = state.get("checkpoint")
+            return
+        checkpoints = [s.get("checkpoint") for s in state]
+        present = [bytes(c) for c in checkpoints if c is not None]
+        if not present:
+            self._resume = None  # every rank was at an epoch's start
+        elif len(present) < len(checkpoints):
+            raise InvalidArgumentError(
+                "load_state_dict: some ranks' states have no checkpoint (saved before their "
+                "first batch) while others do: give the states every rank saved at one step"
+            )
+        else:
+            self._resume = present
 
     def stats(self) -> Optional[Dict[str, Any]]:
         """The running (or latest) epoch's statistics in this process."""
@@ -177,6 +199,13 @@ class IterableDataset(_tud.IterableDataset):
             if stats is not None:
                 return stats
         return self._pipeline_here().stats()
+
+
+def _sharded(checkpoints: List[bytes]) -> bool:
+    """Whether the run that took `checkpoints` had a shard stage."""
+    import json
+
+    return any(json.loads(c).get("elastic", {}).get("layout") for c in checkpoints)
 
 
 def _require_cuda(what: str) -> None:

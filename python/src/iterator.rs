@@ -57,6 +57,9 @@ pub(crate) struct Iter {
     running: Option<Running>,
     /// Elements returned so far.
     yielded: u64,
+    /// The checkpoint at the end of the epoch, once it ended (every record done: what the
+    /// hosts still in the epoch need to resume on another number of hosts).
+    ended: Option<String>,
 }
 
 fn lock(iter: &Mutex<PipelineIter>) -> std::sync::MutexGuard<'_, PipelineIter> {
@@ -92,6 +95,7 @@ impl Iter {
                 pending: false,
             }),
             yielded: 0,
+            ended: None,
         }
     }
 
@@ -130,6 +134,12 @@ impl Iter {
                             return Err(err);
                         }
                         None => {
+                            // The end of the epoch: keep its checkpoint, then stop.
+                            let iter = Arc::clone(&running.iter);
+                            self.ended = py
+                                .detach(move || lock(&iter).checkpoint())
+                                .ok()
+                                .map(|c| c.to_json());
                             self.close_now(py);
                             return Ok(None);
                         }
@@ -188,11 +198,15 @@ impl Iter {
         }
     }
 
-    /// Where the iteration is: the checkpoint the Rust API writes, as bytes (JSON).
+    /// Where the iteration is: the checkpoint the Rust API writes, as bytes (JSON); after
+    /// the epoch's end, its end.
     fn checkpoint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let Some(running) = &self.running else {
+            if let Some(json) = &self.ended {
+                return Ok(PyBytes::new(py, json.as_bytes()));
+            }
             return Err(PyRuntimeError::new_err(
-                "the iterator is closed (it ended, failed or was closed): take checkpoints while it runs",
+                "the iterator is closed (it failed or was closed): take checkpoints while it runs",
             ));
         };
         if running.pending {

@@ -154,22 +154,48 @@ pub(crate) struct Built {
 
 #[pymethods]
 impl Built {
-    /// A new epoch's iterator, or the rest of the epoch `checkpoint` (bytes) was taken in.
+    /// A new epoch's iterator; the rest of the epoch `resume` (bytes) was taken in; or,
+    /// given the checkpoints of every host of a run (a list of bytes), this host's share of
+    /// what that epoch has left.
     #[pyo3(signature = (resume=None))]
-    fn iter(&self, py: Python<'_>, resume: Option<&Bound<'_, PyBytes>>) -> PyResult<Iter> {
-        let checkpoint = match resume {
-            Some(bytes) => {
-                let text = std::str::from_utf8(bytes.as_bytes())
-                    .map_err(|_| invalid(py, "not a Sluice checkpoint (not UTF-8)"))?;
-                Some(Checkpoint::from_json(text).py_err(py)?)
+    fn iter(&self, py: Python<'_>, resume: Option<&Bound<'_, PyAny>>) -> PyResult<Iter> {
+        let parse = |bytes: &Bound<'_, PyBytes>| -> PyResult<Checkpoint> {
+            let text = std::str::from_utf8(bytes.as_bytes())
+                .map_err(|_| invalid(py, "not a Sluice checkpoint (not UTF-8)"))?;
+            Checkpoint::from_json(text).py_err(py)
+        };
+        enum Resume {
+            Fresh,
+            Own(Checkpoint),
+            Hosts(Vec<Checkpoint>),
+        }
+        let resume = match resume {
+            None => Resume::Fresh,
+            Some(obj) => {
+                match obj.cast::<PyBytes>() {
+                    Ok(bytes) => Resume::Own(parse(bytes)?),
+                    Err(_) => {
+                        let mut all = Vec::new();
+                        for item in obj.try_iter().map_err(|_| {
+                            invalid(py, "resume must be a checkpoint (bytes) or a list of them")
+                        })? {
+                            let item = item?;
+                            let bytes = item.cast::<PyBytes>().map_err(|_| {
+                            invalid(py, "resume: every checkpoint must be the bytes checkpoint() returned")
+                        })?;
+                            all.push(parse(bytes)?);
+                        }
+                        Resume::Hosts(all)
+                    }
+                }
             }
-            None => None,
         };
         let dataset = self.dataset.clone();
         let iter = py
-            .detach(move || match checkpoint {
-                Some(cp) => dataset.resume(&cp),
-                None => dataset.iter(),
+            .detach(move || match resume {
+                Resume::Fresh => dataset.iter(),
+                Resume::Own(cp) => dataset.resume(&cp),
+                Resume::Hosts(cps) => dataset.resume_elastic(&cps),
             })
             .py_err(py)?;
         Ok(Iter::start(iter))
