@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo bench -p sluice-core --bench elastic            # 64 files x 20,000 records
 //! cargo bench -p sluice-core --bench elastic -- quick   # 16 files x 5,000 records
+//! cargo bench -p sluice-core --bench elastic -- overhead   # only the cost of following
 //! ```
 //!
 //! The data (written to a temporary directory): files of 100-byte records, 1.28 M records in
@@ -179,23 +180,48 @@ fn scenario(kind: Kind, dir: &Path, total: usize) {
 }
 
 fn overhead(dir: &Path, total: usize) {
-    // Alternating runs of one host's epoch with records followed and not.
-    let mut best = [f64::MAX; 2];
-    for _round in 0..3 {
-        for (i, followed) in [true, false].into_iter().enumerate() {
+    // Runs of one host's epoch with records followed and not, alternating which goes
+    // first each round (one process: allocator and CPU state drift between runs).
+    let rounds = 7;
+    let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for followed in order {
+            // SLUICE_BENCH_ONLY=followed|plain: one side only (to profile it).
+            match std::env::var("SLUICE_BENCH_ONLY").as_deref() {
+                Ok("followed") if !followed => continue,
+                Ok("plain") if followed => continue,
+                _ => {}
+            }
             let ds = pipeline(Kind::Files, dir, total as i64, 1, 0, followed);
             let t = Instant::now();
             let n: usize = ds.iter().unwrap().map(|e| rows(&e.unwrap())).sum();
-            let s = t.elapsed().as_secs_f64();
             assert!(n > 0);
-            best[i] = best[i].min(s);
+            times[usize::from(!followed)].push(t.elapsed().as_secs_f64());
         }
     }
+    let stat = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (
+            v.first().copied().unwrap_or(f64::NAN),
+            v.get(v.len() / 2).copied().unwrap_or(f64::NAN),
+        )
+    };
+    let (fb, fm) = stat(&mut times[0]);
+    let (pb, pm) = stat(&mut times[1]);
+    let rate = |s: f64| total as f64 / s;
     println!(
-        "following records (Files, one host, best of 3): {:.0} records/s followed, {:.0} not; cost {:.1} %",
-        total as f64 / best[0],
-        total as f64 / best[1],
-        100.0 * (best[0] / best[1] - 1.0)
+        "following records (Files, one host, {rounds} rounds alternating): followed best {:.0} / median {:.0} records/s; not followed best {:.0} / median {:.0}; cost {:+.1} % (best), {:+.1} % (median)",
+        rate(fb),
+        rate(fm),
+        rate(pb),
+        rate(pm),
+        100.0 * (fb / pb - 1.0),
+        100.0 * (fm / pm - 1.0)
     );
 }
 
@@ -210,8 +236,10 @@ fn main() {
         "data: {files} files x {per_file} records of 100 bytes ({total} records), written in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    for kind in [Kind::Files, Kind::GlobalShuffle, Kind::Range] {
-        scenario(kind, dir.path(), total);
+    if !std::env::args().any(|a| a == "overhead") {
+        for kind in [Kind::Files, Kind::GlobalShuffle, Kind::Range] {
+            scenario(kind, dir.path(), total);
+        }
     }
     overhead(dir.path(), total);
 }

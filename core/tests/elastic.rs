@@ -407,3 +407,42 @@ fn checkpoints_stay_small_whatever_was_read() {
         assert!(json.len() < most, "buffer {buffer}: {} bytes", json.len());
     }
 }
+
+#[test]
+fn a_resumed_host_starts_reading_a_file_where_its_records_left_off() {
+    // One file of 1,000 records; one host reads 600 and stops; two hosts resume (the one
+    // file's lane split in two). Each starts reading the file at record 576 (the start of
+    // the 64-record block holding the first record not done), not at its start.
+    let dir = tempfile::tempdir().unwrap();
+    let pattern = write_files(dir.path(), "s", &[1000]);
+    let make = |hosts: u64, rank: u64| {
+        Dataset::tfrecord([&pattern])
+            .unwrap()
+            .shard(hosts, rank)
+            .batch(10)
+            .with_options(Options::default().with_seed(2))
+    };
+    let mut it = make(1, 0).iter().unwrap();
+    let mut got: Vec<String> = it
+        .by_ref()
+        .take(60)
+        .flat_map(|b| records(&b.unwrap()))
+        .collect();
+    let cps = vec![it.checkpoint().unwrap()];
+    drop(it);
+    for rank in 0..2 {
+        let mut it = make(2, rank).resume_elastic(&cps).unwrap();
+        got.extend(it.by_ref().flat_map(|b| records(&b.unwrap())));
+        let stats = it.stats();
+        let reader = stats.stages.iter().find(|s| s.name == "tfrecord").unwrap();
+        assert!(
+            reader.elements_in <= 1000 - 576,
+            "host {rank} read {} records",
+            reader.elements_in
+        );
+    }
+    got.sort();
+    let mut want: Vec<String> = (0..1000).map(|j| format!("s0:{j}")).collect();
+    want.sort();
+    assert_eq!(got, want);
+}

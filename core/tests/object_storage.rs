@@ -142,6 +142,65 @@ fn s3_pipelines_equal_local_ones() {
     .unwrap_err();
     assert!(err.to_string().contains("aws_endpiont"), "{err}");
 
+    // An elastic resume over object storage: one host reads 600 of the 1,000 records of
+    // one object and stops; two hosts resume from its checkpoint, each starting its ranged
+    // reads at record 576 (the start of the 64-record block holding the first record not
+    // done), not at the object's start; together they read every record once.
+    let big = tempfile::tempdir().unwrap();
+    {
+        let path = big.path().join("big.tfrecord");
+        let mut w = sluice_core::proto::tfrecord::TfRecordWriter::create(
+            &path,
+            sluice_core::proto::tfrecord::Compression::None,
+        )
+        .unwrap();
+        for j in 0..1000 {
+            w.write_record(format!("r{j}").as_bytes()).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    server.upload_dir("elastic", big.path(), "data");
+    let make = |hosts: u64, rank: u64| {
+        Dataset::tfrecord(["s3://elastic/data/big.tfrecord"])
+            .unwrap()
+            .shard(hosts, rank)
+            .batch(10)
+            .with_options(Options::default().with_seed(2))
+    };
+    let texts = |b: &sluice_core::Element| -> Vec<String> {
+        b.tensor("record")
+            .unwrap()
+            .as_bytes_list()
+            .unwrap()
+            .iter()
+            .map(|r| String::from_utf8(r.to_vec()).unwrap())
+            .collect()
+    };
+    let mut it = make(1, 0).iter().unwrap();
+    let mut got: Vec<String> = it
+        .by_ref()
+        .take(60)
+        .flat_map(|b| texts(&b.unwrap()))
+        .collect();
+    let cps = vec![it.checkpoint().unwrap()];
+    drop(it);
+    for rank in 0..2 {
+        let mut it = make(2, rank).resume_elastic(&cps).unwrap();
+        got.extend(it.by_ref().flat_map(|b| texts(&b.unwrap())));
+        let read = it
+            .stats()
+            .stages
+            .iter()
+            .find(|s| s.name == "tfrecord")
+            .unwrap()
+            .elements_in;
+        assert_eq!(read, 1000 - 576, "host {rank} starts at record 576");
+    }
+    got.sort();
+    let mut want: Vec<String> = (0..1000).map(|j| format!("r{j}")).collect();
+    want.sort();
+    assert_eq!(got, want);
+
     // Errors name the URL; a glob that matches nothing is NotFound.
     let err = Dataset::tfrecord(["s3://pipelines/data/nothing-*"]).unwrap_err();
     assert_eq!(err.kind(), sluice_core::ErrorKind::NotFound, "{err}");

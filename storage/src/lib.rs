@@ -49,6 +49,6 @@ pub use list::expand;
 pub use listed::listed_size;
 pub use location::{Location, is_url};
 pub use options::{ReadOptions, StorageOptions, is_option_key};
-pub use reader::{RemoteObject, RemoteReader, open, open_ahead, size};
+pub use reader::{RemoteObject, RemoteReader, open, open_ahead, open_ahead_at, size};
 pub use stats::{StoreStats, stats};
 pub use writer::{ObjectWriter, create};

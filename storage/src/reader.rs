@@ -40,16 +40,44 @@ pub fn open(location: &Location, options: &StorageOptions) -> Result<Box<dyn Rea
 /// missing object, access denied) come at the first read, as `io::Error`s wrapping
 /// [`Error`]. A local file is opened now, as by [`open`].
 pub fn open_ahead(location: &Location, options: &StorageOptions) -> Result<Box<dyn Read + Send>> {
+    open_ahead_at(location, options, 0)
+}
+
+/// [`open_ahead`] reading from byte `offset` on (a resumed reader continuing a file): the
+/// first requests start there.
+pub fn open_ahead_at(
+    location: &Location,
+    options: &StorageOptions,
+    offset: u64,
+) -> Result<Box<dyn Read + Send>> {
     match location {
-        Location::Local(_) => open(location, options),
+        Location::Local(path) => {
+            let mut file = File::open(path).map_err(|error| Error::Io {
+                path: path.clone(),
+                error,
+            })?;
+            if offset > 0 {
+                use std::io::{Seek, SeekFrom};
+                file.seek(SeekFrom::Start(offset))
+                    .map_err(|error| Error::Io {
+                        path: path.clone(),
+                        error,
+                    })?;
+            }
+            Ok(Box::new(file))
+        }
         Location::Remote(url) => {
             if crate::listed::recall(url.as_str()).is_some() {
-                return open(location, options);
+                let mut reader = RemoteReader::idle(RemoteObject::open(location, options)?);
+                reader.start_at(offset);
+                reader.request_ahead();
+                return Ok(Box::new(reader));
             }
             let mut object = RemoteObject::not_looked_up(url, options)?;
             let lookup = runtime().spawn(async move {
                 object.look_up_async().await?;
                 let mut reader = RemoteReader::idle(object);
+                reader.start_at(offset);
                 reader.request_ahead();
                 Ok(reader)
             });
@@ -291,6 +319,13 @@ impl RemoteReader {
             current: Bytes::new(),
             pos: 0,
         }
+    }
+
+    /// Reads from byte `offset` on (before any request).
+    fn start_at(&mut self, offset: u64) {
+        let offset = offset.min(self.object.size);
+        self.next_request = offset;
+        self.pos = offset;
     }
 
     /// Drops the requests in flight; the next read asks again from `pos`.

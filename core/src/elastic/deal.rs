@@ -279,6 +279,7 @@ mod tests {
                         frontier: fr,
                         end: (fr % 3 == 0).then_some(fr),
                         holes: (0..fr).filter(|j| j % 7 == 3).collect(),
+                        seek: None,
                     };
                     lanes.push(((f, r), lane));
                 }

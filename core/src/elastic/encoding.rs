@@ -6,7 +6,8 @@
 //! space    := u8 kind, varint modulus, varint files, varint len, signature bytes,
 //!             varint n_lanes, lane*                        (lanes by (file, residue))
 //! lane     := varint file − previous file, varint residue, varint frontier,
-//!             varint end + 1 (0: unknown), varint n_holes, varint hole − previous (+1)*
+//!             varint end + 1 (0: unknown), varint n_holes, varint hole − previous (+1)*,
+//!             varint seek record + 1 (0: none), [varint seek offset]
 //! part     := varint space, varint major, varint minor, varint parts, varint n_done,
 //!             varint done*
 //! ```
@@ -94,6 +95,13 @@ pub(crate) fn encode(snapshot: &ProgressSnapshot) -> String {
                 put(&mut out, if i == 0 { *h } else { h - last - 1 });
                 last = *h;
             }
+            match lane.seek {
+                None => put(&mut out, 0),
+                Some((record, offset)) => {
+                    put(&mut out, record + 1);
+                    put(&mut out, offset);
+                }
+            }
         }
     }
     put(&mut out, snapshot.parts.len() as u64);
@@ -174,6 +182,10 @@ pub(crate) fn decode(text: &str) -> Result<ProgressSnapshot, String> {
                 holes.push(h);
                 last = h;
             }
+            let seek = match r.var()? {
+                0 => None,
+                record => Some((record - 1, r.var()?)),
+            };
             if lanes
                 .insert(
                     (file, residue),
@@ -181,6 +193,7 @@ pub(crate) fn decode(text: &str) -> Result<ProgressSnapshot, String> {
                         frontier,
                         end,
                         holes,
+                        seek,
                     },
                 )
                 .is_some()
@@ -229,6 +242,7 @@ mod tests {
                     frontier: if f < 3 { 100 } else { 0 },
                     end: if f < 2 { Some(100) } else { None },
                     holes: if f == 2 { vec![5, 6, 90] } else { vec![] },
+                    seek: (f == 2).then_some((3, 4096)),
                 },
             );
         }

@@ -29,15 +29,24 @@ pub(crate) struct Lane {
     frontier: u64,
     /// The lane's number of records, once its end was seen.
     end: Option<u64>,
+    /// Where records at the start of a window word (index a multiple of 64) lie in their
+    /// file (record index, byte offset), as the reader gave them (a space of files).
+    starts: std::collections::BTreeMap<u64, (u64, u64)>,
+    /// A done record below which every record is done, and where it lies (record index,
+    /// byte offset): a resumed reader may start reading its file there.
+    seek: Option<(u64, u64)>,
 }
 
-/// What a checkpoint keeps of a lane: the frontier, the end if known, and the indexes below
-/// the frontier that are not done.
+/// What a checkpoint keeps of a lane: the frontier, the end if known, the indexes below the
+/// frontier that are not done, and (files) where a resumed reader may start reading.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct LaneSnapshot {
     pub(crate) frontier: u64,
     pub(crate) end: Option<u64>,
     pub(crate) holes: Vec<u64>,
+    /// A record (index in its file, byte offset) such that every record of the lane before
+    /// it is done.
+    pub(crate) seek: Option<(u64, u64)>,
 }
 
 impl Lane {
@@ -54,6 +63,16 @@ impl Lane {
             window: VecDeque::new(),
             frontier: s.frontier,
             end: s.end,
+            starts: Default::default(),
+            seek: s.seek,
+        }
+    }
+
+    /// Notes where lane index `j`, record `record` of its file, lies (`offset`): kept for
+    /// the indexes that start a window word, which become seek points once done.
+    pub(crate) fn note_start(&mut self, j: u64, record: u64, offset: u64) {
+        if j.is_multiple_of(64) && j >= self.base {
+            self.starts.insert(j, (record, offset));
         }
     }
 
@@ -106,8 +125,23 @@ impl Lane {
                     }
                 }
             }
+            // A full word's first record is done with every record before it (unless holes
+            // were left below): a place to start reading again.
+            let start = self.starts.remove(&self.base);
+            if full
+                && self.holes.is_empty()
+                && let Some(start) = start
+            {
+                self.seek = Some(start);
+            }
             self.window.pop_front();
             self.base += 64;
+            while let Some((&j, _)) = self.starts.first_key_value() {
+                if j >= self.base {
+                    break;
+                }
+                self.starts.pop_first();
+            }
         }
     }
 
@@ -157,10 +191,17 @@ impl Lane {
                 }
             }
         }
+        // The window's first record, when done with every record before it, is a later
+        // place to start than the last full word's.
+        let seek = match (self.window.front(), self.starts.get(&self.base)) {
+            (Some(word), Some(start)) if word & 1 != 0 && self.holes.is_empty() => Some(*start),
+            _ => self.seek,
+        };
         LaneSnapshot {
             frontier: self.frontier,
             end: self.end,
             holes,
+            seek,
         }
     }
 }
@@ -198,6 +239,9 @@ impl LaneSnapshot {
                 .filter(|h| *h % s == t)
                 .map(|h| (h - t) / s)
                 .collect(),
+            // Every record of the lane before the seek record is done: so is every record
+            // of each child before it.
+            seek: self.seek,
         }
     }
 }
@@ -222,6 +266,39 @@ mod tests {
     }
 
     #[test]
+    fn a_done_word_start_becomes_the_seek_point() {
+        let mut lane = Lane::new();
+        for j in 0..200 {
+            lane.note_start(j, j, 1000 + j * 10);
+        }
+        for j in 0..150 {
+            lane.mark(j);
+        }
+        // Words 0 and 1 are full (0..128) and record 128 is done with all before it.
+        assert_eq!(lane.snapshot().seek, Some((128, 2280)));
+        let mut lane = Lane::new();
+        for j in 0..200 {
+            lane.note_start(j, j, 1000 + j * 10);
+        }
+        for j in (0..150).filter(|j| *j != 128) {
+            lane.mark(j);
+        }
+        assert_eq!(
+            lane.snapshot().seek,
+            Some((64, 1640)),
+            "record 128 is not done"
+        );
+        let mut holed = Lane::new();
+        for j in 0..200 {
+            holed.note_start(j, j, j);
+        }
+        for j in 1..200 {
+            holed.mark(j);
+        }
+        assert_eq!(holed.snapshot().seek, None, "record 0 is not done");
+    }
+
+    #[test]
     fn a_hole_that_stays_becomes_explicit_and_the_window_stays_bounded() {
         let mut lane = Lane::new();
         let n = (MAX_WINDOW_WORDS as u64 + 10) * 64;
@@ -242,6 +319,7 @@ mod tests {
             frontier: 10,
             end: Some(11),
             holes: vec![2, 7],
+            seek: None,
         };
         let children: Vec<_> = (0..3).map(|t| s.split(3, t)).collect();
         for j in 0..12 {

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::sync::LockExt;
 
@@ -52,6 +53,30 @@ impl SpaceKind {
 /// A lane's key in its space: (file or 0, residue).
 pub(crate) type LaneKey = (u64, u64);
 
+/// A map keyed by lanes, hashed cheaply (lane keys are small integers, looked up for every
+/// record delivered).
+pub(crate) type LaneMap<V> = HashMap<LaneKey, V, BuildHasherDefault<LaneHasher>>;
+
+/// The FxHash mix: a multiply and a rotate per word.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct LaneHasher(u64);
+
+impl Hasher for LaneHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// What a checkpoint keeps of one space: how it is counted and this host's lanes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SpaceSnapshot {
@@ -83,7 +108,7 @@ pub(crate) struct SpaceProgress {
     pub(crate) modulus: u64,
     pub(crate) files: u64,
     pub(crate) signature: String,
-    lanes: HashMap<LaneKey, Lane>,
+    lanes: LaneMap<Lane>,
     /// For a space of files: the residues owned of each file (to set lanes' ends).
     residues: HashMap<u64, Vec<u64>>,
 }
@@ -96,7 +121,7 @@ impl SpaceProgress {
             modulus: modulus.max(1),
             files,
             signature,
-            lanes: HashMap::new(),
+            lanes: LaneMap::default(),
             residues: HashMap::new(),
         }
     }
@@ -206,6 +231,19 @@ impl Progress {
         }
         for unit in units.as_slice() {
             inner.mark(unit, strict);
+        }
+    }
+
+    /// Where record `record` of file `file` (a space of files) lies: `offset` (kept for a
+    /// few records, which become places a resumed reader can start at once done).
+    pub(crate) fn note_start(&self, space: u16, file: u64, record: u64, offset: u64) {
+        let mut inner = self.inner.locked();
+        let Some(s) = inner.spaces.get_mut(space as usize) else {
+            return;
+        };
+        let m = s.modulus;
+        if let Some(lane) = s.lanes.get_mut(&(file, record % m)) {
+            lane.note_start(record / m, record, offset);
         }
     }
 

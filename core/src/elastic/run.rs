@@ -10,7 +10,7 @@ use crate::plan::PlanNode;
 use crate::stream::{BoxStream, ElementStream, IterStream};
 
 use super::lane::{Lane, LaneSnapshot};
-use super::progress::{LaneKey, Progress, ProgressSnapshot, SpaceKind, SpaceProgress};
+use super::progress::{LaneMap, Progress, ProgressSnapshot, SpaceKind, SpaceProgress};
 use super::space::{PointAt, UnitPoint, unsharded};
 use super::unit::{Unit, Units};
 
@@ -74,9 +74,12 @@ pub(crate) struct PointRun {
 
 #[derive(Debug)]
 struct Owned {
-    lanes: HashMap<LaneKey, LaneSnapshot>,
+    lanes: LaneMap<LaneSnapshot>,
     /// Files with records left (a space of files).
     files: BTreeSet<u64>,
+    /// Where to start reading each file (record index, byte offset): the earliest seek
+    /// point of its lanes, when every one of them has one.
+    seeks: HashMap<u64, (u64, u64)>,
     /// The lowest position with a record left (a space of positions).
     first: u64,
 }
@@ -100,6 +103,12 @@ impl PointRun {
     /// host's to read).
     pub(crate) fn first_position(&self) -> u64 {
         self.owned.as_ref().map_or(0, |o| o.first)
+    }
+
+    /// A resumed epoch: where a reader may start reading file `file` (record index, byte
+    /// offset), every record of this host's before it being done.
+    pub(crate) fn seek(&self, file: u64) -> Option<(u64, u64)> {
+        self.owned.as_ref()?.seeks.get(&file).copied()
     }
 
     /// Whether this run resumes an epoch (it reads lanes it was dealt).
@@ -180,10 +189,22 @@ impl Tracking {
                     .map(|((_, r), l)| r + l.first_open() * d.modulus)
                     .min()
                     .unwrap_or(u64::MAX);
+                let mut seeks: HashMap<u64, Option<(u64, u64)>> = HashMap::new();
+                for ((f, _), lane) in d.lanes.iter().filter(|(_, l)| !l.finished()) {
+                    let slot = seeks.entry(*f).or_insert(lane.seek);
+                    *slot = match (*slot, lane.seek) {
+                        (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+                        _ => None,
+                    };
+                }
                 Owned {
                     lanes: d.lanes.iter().map(|(k, l)| (*k, l.clone())).collect(),
                     files,
                     first,
+                    seeks: seeks
+                        .into_iter()
+                        .filter_map(|(f, s)| s.map(|s| (f, s)))
+                        .collect(),
                 }
             });
             if let PointAt::Files { list, .. } = &p.at {
@@ -242,6 +263,13 @@ impl Tracking {
         if let Some(space) = self.readers.get(&stage) {
             self.progress.end_of_file(*space, file, count);
         }
+    }
+
+    /// A resumed epoch: where the reader (stage number `stage`) may start reading file
+    /// `file`: (record index, byte offset).
+    pub(crate) fn seek(&self, stage: usize, file: u64) -> Option<(u64, u64)> {
+        let space = self.readers.get(&stage)?;
+        self.point_of(*space)?.seek(file)
     }
 
     /// Whether part `unit` was delivered before this run (a resumed epoch).
@@ -389,10 +417,11 @@ impl ElementStream for PositionUnits {
 }
 
 /// Marks each record a file reader gives with its [`Unit`] (file, index), keeping only this
-/// host's in a resumed epoch.
+/// host's in a resumed epoch; notes where some records lie, for seek points.
 pub(crate) struct FileUnits {
     pub(crate) upstream: BoxStream,
     pub(crate) point: Arc<PointRun>,
+    pub(crate) run: Arc<ElasticRun>,
 }
 
 impl ElementStream for FileUnits {
@@ -404,6 +433,12 @@ impl ElementStream for FileUnits {
             };
             let id = e.id();
             if self.point.keeps(id.source, id.index) {
+                if (id.index / self.point.modulus).is_multiple_of(64)
+                    && let (Some(p), Some(t)) = (e.provenance(), self.run.tracking())
+                {
+                    t.progress
+                        .note_start(self.point.space, id.source, id.index, p.offset);
+                }
                 e.set_units(Units::one(Unit::whole(
                     self.point.space,
                     id.source,

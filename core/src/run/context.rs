@@ -64,6 +64,18 @@ impl BuildContext {
         }
     }
 
+    /// In an epoch resumed on another number of hosts: where this file reader may start
+    /// reading file `file` (its index in the file list): `(record index, byte offset)` of a
+    /// record such that every record before it that this host reads is done. A reader
+    /// that can (an uncompressed file) starts there instead of at the file's start.
+    pub fn resume_seek(&self, file: u64) -> Option<(u64, u64)> {
+        self.shared
+            .elastic
+            .as_ref()
+            .and_then(|e| e.tracking())
+            .and_then(|t| t.seek(self.index, file))
+    }
+
     /// Whether `unit`, a part of a record, was delivered before this run (an epoch resumed
     /// elastically after part of the record's rows were delivered): a stage splitting
     /// records into parts leaves such parts out.

@@ -213,6 +213,7 @@ fn build_node_with(
                     let s: BoxStream = Box::new(FileUnits {
                         upstream: s,
                         point: Arc::clone(point),
+                        run,
                     });
                     (s, skipped)
                 }

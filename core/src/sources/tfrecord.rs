@@ -77,6 +77,33 @@ impl TfRecordSpec {
         }
     }
 
+    /// Whether the file at `path` is read uncompressed (so it can be entered part way):
+    /// as configured, or, for `auto`, as its first bytes say.
+    fn uncompressed(&self, path: &str) -> bool {
+        match self.compression {
+            Compression::None => true,
+            Compression::Gzip | Compression::Zlib => false,
+            Compression::Auto => {
+                let head = if sluice_storage::is_url(path) {
+                    sluice_storage::Location::parse(path)
+                        .and_then(|l| {
+                            sluice_storage::RemoteObject::open(&l, &self.storage.to_options())
+                        })
+                        .and_then(|o| o.read_range(0, o.size().min(12)))
+                        .map(|b| b.to_vec())
+                        .ok()
+                } else {
+                    let mut head = Vec::new();
+                    File::open(path)
+                        .and_then(|f| f.take(12).read_to_end(&mut head))
+                        .ok()
+                        .map(|_| head)
+                };
+                head.is_some_and(|h| Compression::detect(&h) == Compression::None)
+            }
+        }
+    }
+
     /// Opens one file as a stream of record elements. `file_index` becomes the source of the
     /// element ids.
     pub fn open_file(&self, path: &str, file_index: u64, ctx: &BuildContext) -> Result<BoxStream> {
@@ -91,19 +118,38 @@ impl TfRecordSpec {
             },
             buffer_size: self.buffer_size,
         };
+        // An epoch resumed on another number of hosts may start part way into the file,
+        // at a record before which this host's records are all done (uncompressed files).
+        let start = ctx
+            .resume_seek(file_index)
+            .filter(|_| self.uncompressed(path));
+        let offset = start.map_or(0, |(_, offset)| offset);
         let input: Box<dyn Read + Send> = if sluice_storage::is_url(path) {
             let location = sluice_storage::Location::parse(path)?;
             // The lookup and first requests go out now; errors come with the first read
             // (and name the URL and offset).
-            sluice_storage::open_ahead(&location, &self.storage.to_options())?
+            sluice_storage::open_ahead_at(&location, &self.storage.to_options(), offset)?
         } else {
-            let file = File::open(path).map_err(|error| Error::Io {
+            let mut file = File::open(path).map_err(|error| Error::Io {
                 path: path.into(),
                 error,
             })?;
+            if offset > 0 {
+                use std::io::{Seek, SeekFrom};
+                file.seek(SeekFrom::Start(offset))
+                    .map_err(|error| Error::Io {
+                        path: path.into(),
+                        error,
+                    })?;
+            }
             Box::new(file)
         };
-        let reader = TfRecordReader::new(input, path, options);
+        let reader = match start {
+            Some((index, offset)) => {
+                TfRecordReader::new(input, path, options).starting_at(offset, index)
+            }
+            None => TfRecordReader::new(input, path, options),
+        };
         Ok(Box::new(FileRecords {
             reader,
             file: Arc::from(path),
@@ -149,10 +195,8 @@ impl ElementStream for FileRecords {
                 Ok(None) => {
                     if !self.ended {
                         self.ended = true;
-                        self.ctx.file_ended(
-                            self.file_index,
-                            self.reader.records() + self.reader.skipped(),
-                        );
+                        self.ctx
+                            .file_ended(self.file_index, self.reader.next_index());
                     }
                     None
                 }
@@ -163,10 +207,7 @@ impl ElementStream for FileRecords {
                     // before it) and where it starts.
                     let err = Error::Stage {
                         stage: self.ctx.stage_label(),
-                        element: Some(ElementId::new(
-                            self.file_index,
-                            self.reader.records() + self.reader.skipped(),
-                        )),
+                        element: Some(ElementId::new(self.file_index, self.reader.next_index())),
                         provenance: Some(Provenance {
                             file: Arc::clone(&self.file),
                             offset: self.reader.stream_offset(),

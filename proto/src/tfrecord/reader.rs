@@ -202,6 +202,18 @@ impl<R: Read> TfRecordReader<R> {
         }
     }
 
+    /// This reader over an uncompressed stream whose `input` starts at byte `offset` of the
+    /// file, where record `index` starts (a reader resuming a file part way): records and
+    /// errors are numbered and placed as from the file's start. Compression is taken to be
+    /// none (a compressed stream cannot be entered part way).
+    pub fn starting_at(mut self, offset: u64, index: u64) -> Self {
+        self.options.compression = Compression::None;
+        self.compression = Compression::None;
+        self.offset = offset;
+        self.index = index;
+        self
+    }
+
     /// The stream's name, as used in errors.
     pub fn name(&self) -> &str {
         &self.name
@@ -211,6 +223,12 @@ impl<R: Read> TfRecordReader<R> {
     /// record has been asked for (`Auto` before that).
     pub fn compression(&self) -> Compression {
         self.compression
+    }
+
+    /// The index the next record gets: records returned and skipped before it (from the
+    /// file's start, also for a reader [`starting_at`](Self::starting_at) a later record).
+    pub fn next_index(&self) -> u64 {
+        self.index
     }
 
     /// Records returned so far.
@@ -500,6 +518,25 @@ mod tests {
     use crate::tfrecord::TfRecordWriter;
 
     /// An uncompressed stream of `records`.
+    #[test]
+    fn a_reader_starting_at_a_record_numbers_and_places_as_from_the_start() {
+        let bytes = file(&[b"a", b"bb", b"ccc", b"dddd"]);
+        let all: Vec<Record> = TfRecordReader::new(&bytes[..], "f", ReaderOptions::default())
+            .collect::<Result<_>>()
+            .unwrap();
+        let third = &all[2];
+        let at = third.offset as usize;
+        let rest: Vec<Record> = TfRecordReader::new(&bytes[at..], "f", ReaderOptions::default())
+            .starting_at(third.offset, third.index)
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(rest, all[2..]);
+        let mut r = TfRecordReader::new(&bytes[at..], "f", ReaderOptions::default())
+            .starting_at(third.offset, 2);
+        r.read_record().unwrap();
+        assert_eq!(r.next_index(), 3);
+    }
+
     fn file(records: &[&[u8]]) -> Vec<u8> {
         let mut w = TfRecordWriter::new(Vec::new(), Compression::None).unwrap();
         for r in records {
