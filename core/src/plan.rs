@@ -16,6 +16,7 @@ use std::sync::Arc;
 use sha2::Digest;
 
 use crate::stage::Stage;
+use crate::stages::shard::ShardSpec;
 
 /// One node of a plan: a stage and its inputs. Immutable and shared: plans that differ
 /// only above a node share it.
@@ -98,24 +99,51 @@ impl PlanNode {
     ///
     /// [`Params`]: crate::Params
     pub fn fingerprint(self: &Arc<Self>) -> String {
-        fingerprint(&self.written(), false)
+        fingerprint(&self.written(), Hashed::All, &mut sha2::Sha256::new())
     }
 
     /// [`PlanNode::fingerprint`] without the settings that do not change a deterministic
     /// stage's elements ([`Stage::tuning_params`]: thread counts, buffer sizes), so a
     /// checkpoint can be resumed with other ones.
     pub fn resume_fingerprint(self: &Arc<Self>) -> String {
-        fingerprint(&self.written(), true)
+        fingerprint(&self.written(), Hashed::Resume, &mut sha2::Sha256::new())
     }
 }
 
-fn fingerprint(node: &PlanNode, resume: bool) -> String {
-    fn walk(node: &PlanNode, resume: bool, h: &mut sha2::Sha256) {
+/// What a fingerprint hashes of each stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hashed {
+    /// Every parameter.
+    All,
+    /// Without tuning parameters ([`Stage::tuning_params`]).
+    Resume,
+    /// Without tuning parameters, `shard` stages and a global shuffle's folded shard: what
+    /// the hosts of a job share whatever their number (elastic checkpoints).
+    WithoutShards,
+}
+
+/// The fingerprint of the plan up to `node` as written (inputs through their origins), as
+/// `hashed` says, hashed into `h` (which may hold a prefix of its own).
+pub(crate) fn fingerprint(node: &PlanNode, hashed: Hashed, h: &mut sha2::Sha256) -> String {
+    fn walk(node: &PlanNode, hashed: Hashed, h: &mut sha2::Sha256) {
+        if hashed == Hashed::WithoutShards
+            && node.stage_as::<ShardSpec>().is_some()
+            && let [input] = node.inputs()
+        {
+            return walk(
+                input.origin().map_or(input.as_ref(), |o| o.as_ref()),
+                hashed,
+                h,
+            );
+        }
         let stage = node.stage();
-        let params = if resume {
-            stage.params().without(stage.tuning_params())
-        } else {
-            stage.params()
+        let params = match hashed {
+            Hashed::All => stage.params(),
+            Hashed::Resume => stage.params().without(stage.tuning_params()),
+            Hashed::WithoutShards => stage
+                .params()
+                .without(stage.tuning_params())
+                .without(&["shard"]),
         };
         h.update(stage.name().as_bytes());
         h.update([0]);
@@ -125,15 +153,18 @@ fn fingerprint(node: &PlanNode, resume: bool) -> String {
             h.update(b"(");
             walk(
                 input.origin().map_or(input.as_ref(), |o| o.as_ref()),
-                resume,
+                hashed,
                 h,
             );
             h.update(b")");
         }
     }
-    let mut h = sha2::Sha256::new();
-    walk(node, resume, &mut h);
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    walk(node, hashed, h);
+    h.clone()
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Whether `node`'s elements name files (a file list, possibly sharded, shuffled, taken

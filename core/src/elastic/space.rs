@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use sha2::Digest;
 
-use crate::plan::{PlanNode, yields_file_names};
+use crate::plan::{Hashed, PlanNode, fingerprint, yields_file_names};
 use crate::sources::files::FileList;
 use crate::sources::global_shuffle::GlobalShuffleStage;
 use crate::stage::Stage;
@@ -174,31 +174,7 @@ fn signature(kind: SpaceKind, node: &Arc<PlanNode>, at: &PointAt) -> String {
     };
     let mut h = sha2::Sha256::new();
     h.update([kind.code()]);
-    hash_without_shards(counted, &mut h);
-    let digest = h.finalize();
-    digest[..12].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn hash_without_shards(node: &PlanNode, h: &mut sha2::Sha256) {
-    if node.stage_as::<ShardSpec>().is_some()
-        && let [input] = node.inputs()
-    {
-        return hash_without_shards(input, h);
-    }
-    let stage: &dyn Stage = node.stage().as_ref();
-    let params = stage
-        .params()
-        .without(stage.tuning_params())
-        .without(&["shard"]);
-    h.update(stage.name().as_bytes());
-    h.update([0]);
-    h.update(params.canonical().as_bytes());
-    h.update([0]);
-    for input in node.inputs() {
-        h.update(b"(");
-        hash_without_shards(input, h);
-        h.update(b")");
-    }
+    fingerprint(&counted.written(), Hashed::WithoutShards, &mut h)[..24].to_string()
 }
 
 /// A new epoch's [`Layout`] for the plan as written: its fingerprint without `shard`
@@ -225,9 +201,11 @@ pub(crate) fn layout_of(written: &Arc<PlanNode>) -> Result<Layout, (Layout, Stri
 /// The resume fingerprint of the plan as written without its `shard` stages: what the
 /// checkpoints of every host of a job share whatever the number of hosts.
 pub(crate) fn fingerprint_without_shards(written: &Arc<PlanNode>) -> String {
-    let mut h = sha2::Sha256::new();
-    hash_without_shards(&written.written(), &mut h);
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    fingerprint(
+        &written.written(),
+        Hashed::WithoutShards,
+        &mut sha2::Sha256::new(),
+    )
 }
 
 /// `num_shards` of each `shard` stage of the plan as written, outputs first (inputs in
