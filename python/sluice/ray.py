@@ -41,6 +41,7 @@ Needs Ray Data (``pip install 'sluice[ray]'``, Ray 2.52 or newer).
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import os
 import secrets
@@ -586,8 +587,9 @@ def write_tfrecord(
     ``max_retries``: default 3). Each file appears whole under its final name or not at all:
     local files are written under a hidden temporary name and renamed, objects by a
     multipart upload completed at the end; a task killed midway leaves nothing under the
-    name, and its retry writes the whole shard again. Every shard is written, empty ones
-    too, so the ``-of-N`` names are always complete.
+    name, and its retry writes the whole shard again (the killed attempt's hidden temporary
+    file is removed at the end). Every shard is written, empty ones too, so the ``-of-N``
+    names are always complete.
     """
     if num_shards < 1:
         raise InvalidArgumentError(f"num_shards must be at least 1, got {num_shards}")
@@ -609,4 +611,15 @@ def write_tfrecord(
         task.remote(_join(base, shard_name(prefix, i, num_shards, compression)), compression, storage_json, *group)
         for i, group in enumerate(groups)
     ]
-    return [(name, int(records)) for name, records in ray.get(pending)]
+    written = [(name, int(records)) for name, records in ray.get(pending)]
+    if "://" not in base:
+        # The hidden temporary files of attempts that were killed (their retries wrote the
+        # shards): remove them, now that every shard is in place.
+        for i in range(num_shards):
+            name = shard_name(prefix, i, num_shards, compression)
+            for leftover in glob.glob(os.path.join(glob.escape(base), f".{glob.escape(name)}.partial-*")):
+                try:
+                    os.remove(leftover)
+                except FileNotFoundError:
+                    pass
+    return written

@@ -11,10 +11,12 @@ import functools
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -132,6 +134,47 @@ def test_killed_read_worker_is_retried_and_every_record_is_read_once(
     workers = set(pids.read_text().split())
     assert len(workers) == 2  # and a second worker process read the shard again
     assert _read_back([p for p, _ in written]) == expected
+
+
+def test_killed_write_task_is_retried_and_each_shard_is_whole(local_ray, tmp_path):
+    # 3 shards of 40 random 96x96 RGB images; the write task of shard 1 is SIGKILLed while its
+    # hidden temporary file (".NAME.partial-PID-N", PID the writing worker's) exists.
+    images = np.random.default_rng(7).integers(0, 256, size=(120, 96, 96, 3), dtype=np.uint8)
+    ds = ray.data.from_items([{"id": i, "image": images[i]} for i in range(len(images))])
+    out = tmp_path / "out"
+    out.mkdir()
+    pattern = re.compile(r"\.part-00001-of-00003\.tfrecord\.partial-(\d+)-\d+$")
+    killed_midway = []
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set() and not killed_midway:
+            for name in os.listdir(out):
+                match = pattern.match(name)
+                if match:
+                    os.kill(int(match.group(1)), signal.SIGKILL)
+                    # Still there after the kill: the writer died before it could commit.
+                    if (out / name).exists():
+                        killed_midway.append(name)
+                    break
+            time.sleep(0.0002)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        written = sluice.ray.write_tfrecord(ds, out, num_shards=3)
+    finally:
+        stop.set()
+        watcher.join()
+    assert killed_midway, "the write task of shard 1 finished before it could be killed"
+    names = [f"part-0000{i}-of-00003.tfrecord" for i in range(3)]
+    assert [os.path.basename(p) for p, _ in written] == names
+    assert sorted(os.listdir(out)) == names  # the killed attempt's temporary file is gone
+    spec = {"id": "int64", "image": {"dtype": "int64", "shape": [96, 96, 3]}}
+    rows = sluice.tfrecord([p for p, _ in written]).parse_example(spec).collect()
+    assert sorted(int(e["id"]) for e in rows) == list(range(len(images)))
+    for e in rows:
+        assert np.array_equal(e["image"], images[int(e["id"])])
 
 
 def test_error_in_a_read_task_names_the_file_and_offset(local_ray, fixtures):
