@@ -257,6 +257,9 @@ class SluiceDatasource(Datasource):
             pipeline = pipeline.options(seed=secrets.randbits(63))
         self._pipeline = pipeline
         self._num_tasks = num_tasks
+        # CPUs each read task reserves, to cap the default task count at what runs at once
+        # (None: the count Ray asked for, from override_num_blocks, is the cap).
+        self._task_cpus: Optional[float] = 1.0
         self._epoch = int(epoch)
         self._rows_per_block = int(rows_per_block or ROWS_PER_BLOCK)
         self._batched = _output_is_batched(pipeline)
@@ -283,11 +286,17 @@ class SluiceDatasource(Datasource):
 
     def num_tasks_for(self, parallelism: int) -> int:
         """The read tasks for Ray's requested ``parallelism``: ``num_tasks`` when given;
-        else, over files, the most tasks (at most ``parallelism``) that Sluice shards by
-        whole files, so that no task reads another's files; else ``parallelism``."""
+        else at most as many as can run at once (the cluster's CPUs over each task's
+        ``num_cpus``; ``parallelism`` when ``override_num_blocks`` gave it) and, over files,
+        the most of those that Sluice shards by whole files, so that no task reads another's
+        files. Fewer, longer tasks: each task starts a pipeline (files opened, buffers
+        filled), and Ray Data runs as many at once as the CPUs allow."""
         if self._num_tasks is not None:
             return self._num_tasks
         want = max(1, int(parallelism))
+        if self._task_cpus is not None:
+            cpus = float(ray.cluster_resources().get("CPU", 1))
+            want = min(want, max(1, int(cpus // max(self._task_cpus, 1e-9))))
         if self._files:
             return _file_level_tasks(len(self._files), want)
         return want
@@ -342,9 +351,13 @@ def read(
       pipeline file (path or TOML text, as :meth:`sluice.Pipeline.from_toml`). Local paths
       must be readable on every node; object-store URLs (``s3://``, ``gs://``, ...) are read
       by each task directly.
-    - ``num_tasks``: read tasks. Default: over files, the most tasks up to Ray's read
-      parallelism that Sluice shards by whole files (each file read by one task); more tasks
-      than that shard by record, each task reading every file and keeping its records.
+    - ``num_tasks``: read tasks. Default: as many as run at once (the cluster's CPUs over
+      ``num_cpus`` per task, or ``override_num_blocks``) and, over files, the most of those
+      that Sluice shards by whole files (each file read by one task); more tasks than files
+      shard by record, each task reading every file and keeping its records.
+    - ``num_cpus`` (in ``ray_options``): CPUs each task reserves, and Sluice's
+      ``cpu_budget`` in it (unless the pipeline sets one): give a read task the CPUs its
+      threads should use.
     - ``data``, ``plugin_dir``: as ``sluice run --data`` / ``--plugin-dir``.
     - ``epoch``: the epoch to read (shuffles and random augmentations differ per epoch; Ray
       runs a dataset afresh each time it is iterated, so give each epoch's number).
@@ -368,8 +381,17 @@ def read(
         epoch=epoch,
         rows_per_block=rows_per_block,
     )
-    if num_tasks is not None and "override_num_blocks" not in ray_options:
+    if "override_num_blocks" not in ray_options:
+        # Ray splits every block of a read that makes fewer tasks than the parallelism it
+        # asked for (SplitBlocks: a batch of 64 becomes slices of a few rows): ask for
+        # exactly the tasks the datasource makes.
+        if num_tasks is None:
+            if not ray.is_initialized():
+                ray.init()
+            datasource._task_cpus = float(ray_options.get("num_cpus") or 1)
+            num_tasks = datasource.num_tasks_for(1 << 30)
         ray_options["override_num_blocks"] = num_tasks
+    datasource._task_cpus = None
     return ray.data.read_datasource(datasource, **ray_options)
 
 
