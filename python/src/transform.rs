@@ -16,14 +16,17 @@
 //! it in.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use sluice_core::pipeline_file::{LoadedPlugin, PluginLoader, PluginStageSpec};
 use sluice_core::prelude::BatchSpec;
 use sluice_core::registry::{AppendContext, StageSpec};
-use sluice_core::{Dataset, Element, ElementId, Error, NumParallel, Options, Tensor, TensorData};
+use sluice_core::{
+    Arity, BoxStream, BuildContext, Dataset, Element, ElementId, Error, Input, IterStream,
+    NumParallel, Options, Params, Stage, Tensor, TensorData,
+};
 
 use crate::callable::{call_filter, call_map};
 use crate::convert::{element_into_dict, tensor_from_py};
@@ -52,6 +55,32 @@ impl PluginLoader for CachingLoader {
         let plugin = self.inner.load(spec)?;
         loaded.push((spec.clone(), plugin.clone()));
         Ok(plugin)
+    }
+}
+
+/// The rows of one batch as a source that keeps their ids (`Dataset::from_elements` numbers
+/// elements by position, which would key every batch's random draws alike).
+#[derive(Debug, Clone)]
+struct Rows(Arc<Vec<Element>>);
+
+impl Stage for Rows {
+    fn name(&self) -> &'static str {
+        "batch_rows"
+    }
+
+    fn params(&self) -> Params {
+        Params::new().with("rows", self.0.len())
+    }
+
+    fn arity(&self) -> Arity {
+        Arity::None
+    }
+
+    fn build(&self, _inputs: &[Input], _ctx: &BuildContext) -> sluice_core::Result<BoxStream> {
+        let rows = Arc::clone(&self.0);
+        Ok(Box::new(IterStream(
+            (0..rows.len()).map(move |i| Ok(rows[i].clone())),
+        )))
     }
 }
 
@@ -178,7 +207,7 @@ impl Transform {
     /// `stack`).
     fn dataset(&self, py: Python<'_>, elements: Vec<Element>, stack: bool) -> PyResult<Dataset> {
         let rows = elements.len();
-        let mut dataset = Dataset::from_elements(elements);
+        let mut dataset = Dataset::from_stage(Rows(Arc::new(elements)), vec![]);
         for step in &self.steps {
             dataset = match step {
                 Op::Stage(spec, _) => py

@@ -104,6 +104,28 @@ def test_read_map_write_every_record_once(local_ray, fixtures, solarize_wasm, ex
     assert _read_back(paths) == expected
 
 
+def test_transform_draws_are_keyed_by_row_not_position(fixtures):
+    # A SluiceTransform (as a map_batches actor holds it, here called directly): a row gets
+    # the same random crop in any batch and position; another epoch draws anew.
+    records = [e["record"].item() for e in sluice.tfrecord(str(fixtures / "images.tfrecord-*"))][:6]
+    steps = (sluice.ray.stages().parse_example(FEATURES)
+             .image_ops([{"op": "decode", "channels": 3},
+                         {"op": "random_crop", "height": 16, "width": 16}])
+             .options(seed=3))
+
+    def crops(transform, rows):
+        (out,) = transform({"record": np.array(rows, dtype=object)})
+        return out["image"]
+
+    transform = sluice.ray.SluiceTransform(steps)
+    whole = crops(transform, records)
+    assert np.array_equal(crops(transform, records[::-1]), whole[::-1])
+    assert np.array_equal(crops(transform, records[2:4]), whole[2:4])
+    assert not np.array_equal(crops(sluice.ray.SluiceTransform(steps, epoch=1), records), whole)
+    with pytest.raises(sluice.InvalidArgumentError, match="element-wise"):
+        sluice.ray.SluiceTransform(sluice.ray.stages().shuffle(8))
+
+
 def _kill_first_attempt(marker, pids, at, element):
     """A Python map in the read pipeline: records this worker's pid and, on the first
     attempt only (the marker, created atomically, says which), kills its own worker with
