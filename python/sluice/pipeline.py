@@ -437,6 +437,11 @@ class Pipeline:
     # -- running ---------------------------------------------------------------------
 
     def _dataset(self) -> "_sluice.Built":
+        if self._source.inner is None:
+            raise InvalidArgumentError(
+                "this pipeline is a fragment of stages without a source (sluice.ray.stages()): "
+                "run it with sluice.ray.map_batches or sluice.ray.SluiceTransform"
+            )
         if self._built is None:
             self._built = _sluice.build(
                 self._source.inner,
@@ -538,7 +543,7 @@ class Pipeline:
 class _Source:
     """A source with the recipe it was made from."""
 
-    def __init__(self, inner: "_sluice.Source", recipe: tuple) -> None:
+    def __init__(self, inner: Optional["_sluice.Source"], recipe: tuple) -> None:
         self.inner = inner
         self.recipe = recipe
 
@@ -561,6 +566,9 @@ def _make_source(recipe: tuple) -> "_Source":
         inner = _sluice.source_concatenate(recipe[1]._dataset(), recipe[2]._dataset())
     elif kind == "sample_from":
         inner = _sluice.source_sample_from([p._dataset() for p in recipe[1]], *recipe[2:])
+    elif kind == "fragment":
+        # Stages without a source (sluice.ray.stages()): they run on batches given to them.
+        return _Source(None, recipe)
     elif kind == "generator":
         inner = _sluice.source_generator(_checked_generator(recipe[1], recipe[2]), recipe[3])
     else:  # pragma: no cover

@@ -179,25 +179,31 @@ pub(crate) fn tensor_from_py(
     let kind: String = dtype.getattr("kind")?.extract()?;
     let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
     let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
-    let numeric = |little: &str| -> PyResult<Vec<u8>> {
-        let contiguous = np.call_method1("ascontiguousarray", (&arr, little))?;
-        let bytes = contiguous.call_method0("tobytes")?;
-        Ok(bytes.cast_into::<PyBytes>()?.as_bytes().to_vec())
-    };
+    // A numeric array is copied once, by NumPy, straight into memory Rust allocated (a
+    // zeroed buffer lent to NumPy as a writable array): no intermediate `bytes`.
+    let n: usize = shape.iter().product();
     let data = match (kind.as_str(), itemsize) {
-        ("u", 1) => TensorData::U8(Bytes::from(numeric("|u1")?)),
-        ("i", 4) => {
-            TensorData::I32(bytemuck::pod_collect_to_vec::<u8, i32>(&numeric("<i4")?).into())
-        }
-        ("i", 8) => {
-            TensorData::I64(bytemuck::pod_collect_to_vec::<u8, i64>(&numeric("<i8")?).into())
-        }
-        ("f", 4) => {
-            TensorData::F32(bytemuck::pod_collect_to_vec::<u8, f32>(&numeric("<f4")?).into())
-        }
-        ("f", 8) => {
-            TensorData::F64(bytemuck::pod_collect_to_vec::<u8, f64>(&numeric("<f8")?).into())
-        }
+        ("u", 1) => Some(TensorData::U8(Bytes::from(vec![0u8; n]))),
+        ("i", 4) => Some(TensorData::I32(vec![0i32; n].into())),
+        ("i", 8) => Some(TensorData::I64(vec![0i64; n].into())),
+        ("f", 4) => Some(TensorData::F32(vec![0f32; n].into())),
+        ("f", 8) => Some(TensorData::F64(vec![0f64; n].into())),
+        _ => None,
+    };
+    if let Some(data) = data {
+        let tensor = Tensor::new(&shape, data).map_err(|e| crate::errors::to_py(py, &e.into()))?;
+        let target = Bound::new(
+            py,
+            Buffer {
+                tensor: tensor.clone(),
+                writable: true,
+            },
+        )?;
+        let view = np.call_method1("asarray", (target,))?;
+        np.call_method1("copyto", (view, &arr))?;
+        return Ok(tensor);
+    }
+    let data = match (kind.as_str(), itemsize) {
         ("S" | "U" | "O", _) => {
             let items = arr.call_method0("ravel")?.call_method0("tolist")?;
             let mut values = Vec::new();

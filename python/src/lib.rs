@@ -13,6 +13,9 @@
 //!   GIL released and Ctrl-C is seen within 50 ms.
 //! - [`convert`]: tensors to NumPy arrays (zero-copy) and back.
 //! - [`callable`]: Python functions as `map`/`filter` stages and generators as sources.
+//! - [`transform`]: stages applied to batches that come from elsewhere (Ray Data's
+//!   `map_batches`), plugins loaded once.
+//! - [`writer`]: TFRecord files of `tf.train.Example`s, whole under their name or absent.
 //! - [`errors`]: every Rust error as an instance of `sluice.errors`' hierarchy, with the
 //!   context the error carries.
 //!
@@ -27,6 +30,8 @@ mod iterator;
 mod pipeline;
 mod source;
 mod storage;
+mod transform;
+mod writer;
 
 /// The extension module.
 #[pymodule]
@@ -36,6 +41,8 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<source::Source>()?;
     m.add_class::<pipeline::Built>()?;
     m.add_class::<iterator::Iter>()?;
+    m.add_class::<transform::Transform>()?;
+    m.add_class::<writer::TfRecordWriter>()?;
     m.add_function(wrap_pyfunction!(source::source_tfrecord, m)?)?;
     m.add_function(wrap_pyfunction!(source::source_toml_text, m)?)?;
     m.add_function(wrap_pyfunction!(source::source_toml_file, m)?)?;

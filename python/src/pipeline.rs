@@ -19,7 +19,7 @@ use sluice_core::pipeline_file::{
 };
 use sluice_core::prelude::{MapSpec, ShardSpec};
 use sluice_core::registry::{self, AppendContext, StageSpec};
-use sluice_core::{Checkpoint, Dataset, Error, NumParallel};
+use sluice_core::{Checkpoint, Dataset, Error, NumParallel, PipelineIter};
 use sluice_plugins::Loader;
 use sluice_sdk::Kind;
 
@@ -29,7 +29,7 @@ use crate::iterator::Iter;
 use crate::source::{Source, SourceKind};
 
 /// A stage given as JSON, read and checked (as a `[[stage]]` table is).
-fn stage_from_json(py: Python<'_>, json: &str) -> PyResult<StageSpec> {
+pub(crate) fn stage_from_json(py: Python<'_>, json: &str) -> PyResult<StageSpec> {
     let value: Value =
         serde_json::from_str(json).map_err(|e| invalid(py, format!("stage: {e}")))?;
     let spec = StageSpec::from_json(value).py_err(py)?;
@@ -53,7 +53,11 @@ pub(crate) fn check_stage(py: Python<'_>, json: &str) -> PyResult<String> {
 
 /// Options given as JSON (`seed`, `cpu_budget`, `ram_budget`, `error_policy`,
 /// `map_and_batch_fusion`) over `base` (a pipeline file's), checked.
-fn options_over(py: Python<'_>, base: &OptionsSpec, json: Option<&str>) -> PyResult<OptionsSpec> {
+pub(crate) fn options_over(
+    py: Python<'_>,
+    base: &OptionsSpec,
+    json: Option<&str>,
+) -> PyResult<OptionsSpec> {
     let Some(json) = json else {
         return Ok(base.clone());
     };
@@ -88,7 +92,7 @@ pub(crate) fn stage_kinds() -> Vec<&'static str> {
 }
 
 /// One of the builder's steps after the source.
-enum Op {
+pub(crate) enum Op {
     /// A registered stage; for a plugin stage, the kind of plugin the method that made it
     /// expects (`map_plugin`, `filter_plugin`).
     Stage(StageSpec, Option<Expect>),
@@ -104,7 +108,7 @@ enum Op {
     },
 }
 
-fn read_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> PyResult<Op> {
+pub(crate) fn read_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> PyResult<Op> {
     let tuple = op.cast::<PyTuple>()?;
     let tag: String = tuple.get_item(0)?.extract()?;
     match tag.as_str() {
@@ -206,12 +210,7 @@ impl Built {
     /// epoch differently (`set_epoch`). With no seed fixed, each run draws its own anyway.
     fn iter_epoch(&self, py: Python<'_>, epoch: u64) -> PyResult<Iter> {
         let dataset = self.dataset.clone();
-        let iter = py
-            .detach(move || match dataset.seed() {
-                Some(_) => dataset.iter_epoch(epoch),
-                None => dataset.iter(),
-            })
-            .py_err(py)?;
+        let iter = py.detach(move || iter_epoch(&dataset, epoch)).py_err(py)?;
         Ok(Iter::start(iter))
     }
 
@@ -244,6 +243,16 @@ impl Built {
     }
 }
 
+/// Epoch `epoch` (0-based) of `dataset` from its start, whatever ran before: with a seed,
+/// the same elements as the `epoch`-th `iter()` of a fresh dataset; without one, a new
+/// run (which draws its own seed).
+pub(crate) fn iter_epoch(dataset: &Dataset, epoch: u64) -> sluice_core::Result<PipelineIter> {
+    match dataset.seed() {
+        Some(_) => dataset.iter_epoch(epoch),
+        None => dataset.iter(),
+    }
+}
+
 /// Builds the dataset: `source`, then `ops` (see the module docs), with `options` (JSON)
 /// over the pipeline file's, reading shard `shard = (num_shards, index)` of the source
 /// when given (the torch adapter's per-worker shard).
@@ -271,18 +280,7 @@ pub(crate) fn build(
         }
         None => None,
     };
-    let checked = CheckedLoader {
-        inner: Loader::default(),
-        expect: steps
-            .iter()
-            .filter_map(|op| match op {
-                Op::Stage(spec, Some(expect)) => {
-                    Some((spec.get::<PluginStageSpec>()?.clone(), *expect))
-                }
-                _ => None,
-            })
-            .collect(),
-    };
+    let checked = CheckedLoader::for_steps(&steps);
     let mut steps = steps.into_iter().peekable();
     let (mut dataset, options) = match &source.kind {
         SourceKind::File(file) => {
@@ -355,7 +353,7 @@ pub(crate) fn build(
 
 /// The kind of plugin a builder method runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Expect {
+pub(crate) enum Expect {
     /// `map_plugin`: anything but a filter.
     Map,
     /// `filter_plugin`: a filter.
@@ -364,9 +362,27 @@ enum Expect {
 
 /// The plugin hosts' loader, checking that a plugin given to `map_plugin` or
 /// `filter_plugin` is of that kind.
-struct CheckedLoader {
+pub(crate) struct CheckedLoader {
     inner: Loader,
     expect: Vec<(PluginStageSpec, Expect)>,
+}
+
+impl CheckedLoader {
+    /// The loader for `steps`: their `map_plugin` / `filter_plugin` stages are checked.
+    pub(crate) fn for_steps(steps: &[Op]) -> CheckedLoader {
+        CheckedLoader {
+            inner: Loader::default(),
+            expect: steps
+                .iter()
+                .filter_map(|op| match op {
+                    Op::Stage(spec, Some(expect)) => {
+                        Some((spec.get::<PluginStageSpec>()?.clone(), *expect))
+                    }
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl PluginLoader for CheckedLoader {

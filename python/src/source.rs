@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sluice_core::pipeline_file::{PipelineFile, SourceSpec};
-use sluice_core::prelude::{ConcatenateSpec, RangeSpec, SampleFromSpec, ZipSpec};
+use sluice_core::prelude::{ConcatenateSpec, FilesSpec, RangeSpec, SampleFromSpec, ZipSpec};
 use sluice_core::{Dataset, Element, ElementId, Error, Tensor};
 
 use crate::pipeline::Built;
@@ -42,6 +42,46 @@ impl Source {
             SourceKind::File(file) => file.output_is_batched(),
             _ => false,
         }
+    }
+
+    /// The files the source reads (its patterns expanded, in order) with their sizes in
+    /// bytes where known without a request (a local file's, an object's from its
+    /// listing); with `data_dir` replacing the source's `dir`. Empty for sources that are
+    /// not files.
+    #[pyo3(signature = (data_dir=None))]
+    fn list_files(
+        &self,
+        py: Python<'_>,
+        data_dir: Option<std::path::PathBuf>,
+    ) -> PyResult<Vec<(String, Option<u64>)>> {
+        let SourceKind::File(file) = &self.kind else {
+            return Ok(Vec::new());
+        };
+        let mut file = file.as_ref().clone();
+        if let Some(dir) = data_dir {
+            file = file.with_data_dir(dir);
+        }
+        let spec = FilesSpec {
+            patterns: file.source.patterns(),
+            shuffle: false,
+            storage: file.source.storage.clone(),
+        };
+        py.detach(move || {
+            let files = spec.resolve()?;
+            Ok(files
+                .into_iter()
+                .map(|path| {
+                    let name = path.display().to_string();
+                    let size = if name.contains("://") {
+                        sluice_storage::listed_size(&name)
+                    } else {
+                        std::fs::metadata(&path).ok().map(|m| m.len())
+                    };
+                    (name, size)
+                })
+                .collect())
+        })
+        .py_err(py)
     }
 
     /// The pipeline file's stage kinds and options as JSON (for the Python side's record

@@ -51,3 +51,22 @@ def run_python(code: str, *args: str, timeout: float = 120) -> subprocess.Comple
         text=True,
         timeout=timeout,
     )
+
+
+@pytest.fixture(scope="session")
+def solarize_wasm() -> Path:
+    """The example `gray_solarize` plugin (examples/plugins/solarize) built for wasm32 as
+    sluice-guest-build builds it for the Rust tests (same flags and target directory, so
+    the build is shared)."""
+    out = REPO / "target" / "wasm-guests"
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "CARGO_TARGET_DIR", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER")}
+    env["CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS"] = "-C target-feature=+simd128"
+    env["CARGO_PROFILE_RELEASE_DEBUG"] = "false"
+    subprocess.run(
+        ["cargo", "build", "--release", "--target", "wasm32-unknown-unknown",
+         "-p", "sluice-example-solarize", "--target-dir", str(out)],
+        cwd=REPO, check=True, env=env,
+    )
+    return out / "wasm32-unknown-unknown" / "release" / "sluice_example_solarize.wasm"
