@@ -446,3 +446,56 @@ fn a_resumed_host_starts_reading_a_file_where_its_records_left_off() {
     want.sort();
     assert_eq!(got, want);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    /// Random data sets (file counts and sizes, so file-level or record-level shards), random
+    /// buffer sizes and steps: N hosts, then M, read every record once.
+    #[test]
+    fn random_data_sets_resume_exactly_once(
+        counts in proptest::collection::vec(0usize..40, 1..9),
+        n in 1u64..5,
+        m in 1u64..5,
+        buffer in 1usize..20,
+        cycle in 1usize..4,
+        steps in proptest::collection::vec(0usize..15, 1..5),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let pattern = write_files(dir.path(), "x", &counts);
+        let make = |hosts: u64, rank: u64| {
+            Dataset::tfrecord([&pattern])
+                .unwrap()
+                .shard(hosts, rank)
+                .interleave(InterleaveSpec::new(cycle))
+                .shuffle(buffer)
+                .filter(keep)
+                .batch(3)
+                .with_options(Options::default().with_seed(5))
+        };
+        let collect = |hosts: u64, resume: Option<&[Checkpoint]>, steps: Option<&[usize]>| {
+            let mut got = Vec::new();
+            let mut cps = Vec::new();
+            for rank in 0..hosts {
+                let ds = make(hosts, rank);
+                let mut it = match resume {
+                    Some(c) => ds.resume_elastic(c).unwrap(),
+                    None => ds.iter().unwrap(),
+                };
+                let limit = steps.map_or(usize::MAX, |s| s[rank as usize % s.len()]);
+                for b in it.by_ref().take(limit) {
+                    got.extend(records(&b.unwrap()));
+                }
+                cps.push(it.checkpoint().unwrap());
+            }
+            (got, cps)
+        };
+        let (mut want, _) = collect(1, None, None);
+        let (mut got, cps) = collect(n, None, Some(&steps));
+        let (rest, _) = collect(m, Some(&cps), None);
+        got.extend(rest);
+        want.sort();
+        got.sort();
+        prop_assert_eq!(got, want, "{:?}: {} hosts {:?}, then {}", counts, n, steps, m);
+    }
+}
