@@ -183,6 +183,7 @@ impl Plugin for GaussianNoise {
     }
 }
 
+#[cfg(feature = "core-abi")]
 sluice_sdk::export_plugin!(GaussianNoise);
 
 #[cfg(test)]

@@ -116,6 +116,7 @@ impl Plugin for GraySolarize {
     }
 }
 
+#[cfg(feature = "core-abi")]
 sluice_sdk::export_plugin!(GraySolarize);
 
 #[cfg(test)]
