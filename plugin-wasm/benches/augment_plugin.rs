@@ -7,11 +7,12 @@
 //!
 //! ```sh
 //! python bench/tfdata_baseline.py gen DIR
-//! cargo bench -p sluice-plugin-wasm --bench augment_plugin -- DIR none native_noise wasm_noise native_solarize wasm_solarize
+//! cargo bench -p sluice-plugin-wasm --bench augment_plugin -- DIR none native_noise wasm_noise component_noise native_solarize wasm_solarize component_solarize
 //! ```
 //!
 //! Each variant prints one JSON line (images/s). `none` runs the same two image_ops stages
-//! without a plugin.
+//! without a plugin. Hosts: `native` (the `.so`), `wasm` (the core module, `sdk/ABI.md`),
+//! `component` (the same plugin as a component of the `map-transform` world, `sdk/WIT.md`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,6 +44,12 @@ fn backend(variant: &str) -> Option<(Arc<dyn Backend>, serde_json::Value)> {
         "native" => NativePlugin::load(native(crate_name)).unwrap(),
         "wasm" => {
             let path = guests::build(&guests::workspace_dir(), package).unwrap();
+            WasmPlugin::load_with(path, &WasmOptions::default()).unwrap()
+        }
+        "component" => {
+            let path =
+                guests::build_component(&guests::workspace_dir(), &format!("{package}-component"))
+                    .unwrap();
             WasmPlugin::load_with(path, &WasmOptions::default()).unwrap()
         }
         other => panic!("unknown host {other}"),
@@ -105,7 +112,7 @@ fn main() {
         .collect();
     let Some((dir, variants)) = args.split_first() else {
         eprintln!(
-            "usage: augment_plugin DIR [none|native_noise|wasm_noise|native_solarize|wasm_solarize]..."
+            "usage: augment_plugin DIR [none|{{native,wasm,component}}_{{noise,solarize}}]..."
         );
         return;
     };

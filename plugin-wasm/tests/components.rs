@@ -253,3 +253,142 @@ fn time_and_memory_limits_hold_for_components() {
     let (got, skipped) = values(&growing, 4, 2);
     assert_eq!((got, skipped), (vec![2, 3], 2));
 }
+
+fn write(dir: &std::path::Path, name: &str, wat: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.wat"));
+    std::fs::write(&path, wat).unwrap();
+    path
+}
+
+fn load_error(path: PathBuf) -> String {
+    WasmPlugin::load_with(path, &no_cache())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn imports_other_versions_and_foreign_components_are_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasi = write(
+        dir.path(),
+        "wasi",
+        r#"(component
+             (import "wasi:cli/environment@0.2.0" (instance))
+             (import "wasi:clocks/wall-clock@0.2.0" (instance)))"#,
+    );
+    let err = load_error(wasi);
+    assert!(err.contains("wasi.wat: cannot load the plugin"), "{err}");
+    assert!(
+        err.contains(
+            "the component imports `wasi:cli/environment@0.2.0`, `wasi:clocks/wall-clock@0.2.0`; plugins get no imports"
+        ),
+        "{err}"
+    );
+
+    let other_version = write(
+        dir.path(),
+        "v2",
+        r#"(component
+             (instance $i)
+             (export "sluice:plugin/map-element@2.0.0" (instance $i)))"#,
+    );
+    let err = load_error(other_version);
+    assert!(
+        err.contains(
+            "the component exports `sluice:plugin/map-element@2.0.0`, of another version of the Sluice worlds; this host supports sluice:plugin@1.0.0"
+        ),
+        "{err}"
+    );
+
+    let empty = write(dir.path(), "empty", "(component)");
+    let err = load_error(empty);
+    assert!(
+        err.contains("not a Sluice component: it exports none of the interfaces"),
+        "{err}"
+    );
+
+    // An interface of the right name with the wrong contents: the types are checked.
+    let wrong = write(
+        dir.path(),
+        "wrong",
+        r#"(component
+             (instance $i)
+             (export "sluice:plugin/batch-process@1.0.0" (instance $i)))"#,
+    );
+    let err = load_error(wrong);
+    assert!(
+        err.contains("the component lacks `info`, which the `batch-transform` world exports"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_component_and_a_module_are_told_apart_by_their_header() {
+    let component_bytes = std::fs::read(component("sluice-example-solarize-component")).unwrap();
+    let module_bytes = std::fs::read(core_module("sluice-example-solarize")).unwrap();
+    assert!(sluice_plugin_wasm::is_component(&component_bytes));
+    assert!(!sluice_plugin_wasm::is_component(&module_bytes));
+    assert!(!sluice_plugin_wasm::is_component(b"\0asm"));
+}
+
+#[test]
+fn compiled_components_are_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = WasmOptions {
+        cache_dir: Some(Some(dir.path().to_path_buf())),
+        ..WasmOptions::default()
+    };
+    let path = component("sluice-example-noise-component");
+    let first = WasmPlugin::load_with(&path, &options).unwrap();
+    assert_eq!(
+        first.cache_outcome(),
+        sluice_plugin_wasm::CacheOutcome::Compiled
+    );
+    let second = WasmPlugin::load_with(&path, &options).unwrap();
+    assert_eq!(
+        second.cache_outcome(),
+        sluice_plugin_wasm::CacheOutcome::Hit
+    );
+    assert_eq!(second.format(), WasmFormat::MapComponent);
+    let images = image_elements(4, [4, 4, 3], true);
+    let config = json!({"sigma": 0.2});
+    assert_eq!(
+        run(&PluginStage::new(second, &config).unwrap(), &images, 0, 2),
+        run(&PluginStage::new(first, &config).unwrap(), &images, 0, 4)
+    );
+}
+
+#[test]
+fn a_batch_buffer_given_to_a_component_is_decoded_by_the_host() {
+    // `Instance::call` (the batch-buffer path `sluice plugin check` uses for damaged
+    // buffers) works for components too: a good buffer gives the same outputs, a damaged
+    // one is `invalid input`, never a trap.
+    let plugin = faulty(WasmLimits::default());
+    let mut instance = plugin.instantiate(br#"{"drop_on": 1}"#).unwrap();
+    let elements: Vec<sluice_sdk::Element> = (0..3)
+        .map(|i| sluice_sdk::Element {
+            tensors: vec![
+                sluice_sdk::Tensor::new("value", vec![], sluice_sdk::Data::I64(vec![i])).unwrap(),
+            ],
+        })
+        .collect();
+    let input = sluice_sdk::wire::encode_batch(&elements);
+    let mut out = None;
+    instance
+        .call(&input, &[7, 8, 9], &mut |bytes| {
+            out = Some(sluice_sdk::wire::decode_batch(bytes).unwrap())
+        })
+        .unwrap();
+    let parents: Vec<u32> = out.unwrap().iter().map(|e| e.parent).collect();
+    assert_eq!(parents, [0, 2]);
+    let failure = instance
+        .call(&input[..input.len() - 3], &[7, 8, 9], &mut |_| {})
+        .unwrap_err();
+    assert_eq!(failure.status, "invalid input");
+    assert!(!failure.discard);
+    let failure = instance.call(&input, &[7], &mut |_| {}).unwrap_err();
+    assert_eq!(
+        (failure.status.as_str(), failure.message.as_str()),
+        ("invalid input", "invalid input: 3 elements but 1 seeds")
+    );
+}
