@@ -118,20 +118,39 @@ fn main() {
     };
     for variant in variants {
         let ds = pipeline(dir, variant);
+        let cpu = cpu_seconds();
         let t = Instant::now();
         let mut images = 0;
         for batch in ds.iter().unwrap() {
             images += batch.unwrap().tensor("label").unwrap().len();
         }
         let secs = t.elapsed().as_secs_f64();
+        // CPU time of the whole process (every thread) per image: steadier than the wall
+        // clock when other work shares the machine.
+        let cpu_ms = match (cpu, cpu_seconds()) {
+            (Some(a), Some(b)) => format!("{:.4}", (b - a) * 1e3 / images as f64),
+            _ => "null".to_string(),
+        };
         println!(
-            "{{\"system\": \"sluice\", \"pipeline\": \"augment+{variant}\", \"records\": {images}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}}}",
+            "{{\"system\": \"sluice\", \"pipeline\": \"augment+{variant}\", \"records\": {images}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"cpu_ms_per_record\": {cpu_ms}}}",
             images as f64 / secs
         );
         if let Some(stats) = ds.stats() {
             eprintln!("{}", stats.report());
         }
     }
+}
+
+/// User + system CPU seconds of this process so far (Linux: `/proc/self/stat`, in clock
+/// ticks of 1/100 s), `None` elsewhere.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 fn native(crate_name: &str) -> PathBuf {
