@@ -22,15 +22,20 @@ use sluice_sdk::{Config, Data, Element, Error, Feature, Kind, Plugin, PluginInfo
 /// Entries in the quantile table (a power of two: indexed by 12 bits).
 const TABLE: usize = 4096;
 
+/// The standard normal quantiles of the table's entries: entry `i` at `(i + 0.5) / 4096`.
+fn quantiles() -> Vec<f32> {
+    (0..TABLE)
+        .map(|i| inverse_normal_cdf((i as f64 + 0.5) / TABLE as f64) as f32)
+        .collect()
+}
+
 /// Values per block of the kernel: 64 random numbers' worth (a multiple of 5).
 const BLOCK: usize = 320;
 
 /// The plugin.
 #[derive(Debug, Clone)]
 pub struct GaussianNoise {
-    sigma: f32,
     p: f32,
-    quantiles: Vec<f32>,
     /// `sigma * quantile` for each entry: the noise of `f32` and `f64` values.
     noise: Box<[f32; TABLE]>,
     /// `(sigma * 255) * quantile`: the noise of `u8` values (in 1/255).
@@ -118,23 +123,19 @@ fn libm_ln(x: f64) -> f64 {
 impl GaussianNoise {
     /// The plugin with these parameters.
     pub fn with(sigma: f32, p: f32) -> GaussianNoise {
-        let quantiles = (0..TABLE)
-            .map(|i| inverse_normal_cdf((i as f64 + 0.5) / TABLE as f64) as f32)
-            .collect();
-        let scaled = |quantiles: &Vec<f32>, scale: f32| -> Box<[f32; TABLE]> {
+        let quantiles = quantiles();
+        let scaled = |scale: f32| -> Box<[f32; TABLE]> {
             let sigma = sigma * scale;
             let mut table = Box::new([0.0; TABLE]);
-            for (t, q) in table.iter_mut().zip(quantiles) {
+            for (t, q) in table.iter_mut().zip(&quantiles) {
                 *t = sigma * q;
             }
             table
         };
         GaussianNoise {
-            sigma,
             p,
-            noise: scaled(&quantiles, 1.0),
-            noise_u8: scaled(&quantiles, 255.0),
-            quantiles,
+            noise: scaled(1.0),
+            noise_u8: scaled(255.0),
         }
     }
 
@@ -272,24 +273,25 @@ mod tests {
     /// The kernel as first written, one value at a time: the reference the blocked kernel
     /// must equal bit for bit.
     fn reference<T: Copy>(
-        p: &GaussianNoise,
+        sigma: f32,
         values: &mut [T],
         scale: f32,
         rng: &mut Rng,
         f: impl Fn(T, f32) -> T,
     ) {
-        let sigma = p.sigma * scale;
+        let quantiles = quantiles();
+        let sigma = sigma * scale;
         let mut chunks = values.chunks_exact_mut(5);
         for chunk in &mut chunks {
             let mut bits = rng.next_u64();
             for v in chunk {
-                *v = f(*v, sigma * p.quantiles[(bits & 0xfff) as usize]);
+                *v = f(*v, sigma * quantiles[(bits & 0xfff) as usize]);
                 bits >>= 12;
             }
         }
         let mut bits = rng.next_u64();
         for v in chunks.into_remainder() {
-            *v = f(*v, sigma * p.quantiles[(bits & 0xfff) as usize]);
+            *v = f(*v, sigma * quantiles[(bits & 0xfff) as usize]);
             bits >>= 12;
         }
     }
@@ -308,14 +310,14 @@ mod tests {
                 let (mut a, mut b) = (u8s.clone(), u8s);
                 let (mut ra, mut rb) = (Rng::new(seed), Rng::new(seed));
                 GaussianNoise::add(&mut a, &p.noise_u8, &mut ra, noisy_u8);
-                reference(&p, &mut b, 255.0, &mut rb, |x, n| {
+                reference(sigma, &mut b, 255.0, &mut rb, |x, n| {
                     ((f32::from(x) + n + 0.5).max(0.0) as i32).min(255) as u8
                 });
                 assert_eq!(a, b, "u8, sigma {sigma}, {len} values");
                 assert_eq!(ra, rb, "the same random numbers drawn");
                 let (mut a, mut b) = (f32s.clone(), f32s);
                 GaussianNoise::add(&mut a, &p.noise, &mut Rng::new(seed), |x, n| x + n);
-                reference(&p, &mut b, 1.0, &mut Rng::new(seed), |x, n| x + n);
+                reference(sigma, &mut b, 1.0, &mut Rng::new(seed), |x, n| x + n);
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&a), bits(&b), "f32, sigma {sigma}, {len} values");
             }
@@ -339,14 +341,9 @@ mod tests {
 
     #[test]
     fn quantiles_are_a_standard_normal() {
-        let n = GaussianNoise::with(1.0, 1.0);
-        let mean: f64 = n.quantiles.iter().map(|&q| f64::from(q)).sum::<f64>() / TABLE as f64;
-        let var: f64 = n
-            .quantiles
-            .iter()
-            .map(|&q| f64::from(q).powi(2))
-            .sum::<f64>()
-            / TABLE as f64;
+        let q = quantiles();
+        let mean: f64 = q.iter().map(|&q| f64::from(q)).sum::<f64>() / TABLE as f64;
+        let var: f64 = q.iter().map(|&q| f64::from(q).powi(2)).sum::<f64>() / TABLE as f64;
         assert!(mean.abs() < 1e-6, "{mean}");
         assert!((var - 1.0).abs() < 0.01, "{var}");
         assert!((inverse_normal_cdf(0.975) - 1.959964).abs() < 1e-5);
