@@ -24,11 +24,20 @@ use wasmtime::{Engine, Store};
 use crate::limits::{Limiter, WasmLimits};
 use crate::plugin::{broken, classify};
 
-/// The package and version of the worlds this host supports.
+/// The package and version of the worlds this host supports: `1.0.0`, and any later `1.x.y`
+/// (which may add interfaces and worlds but changes none; `sdk/WIT.md` §6).
 pub const WORLD_PACKAGE: &str = "sluice:plugin@1.0.0";
 
 /// The worlds' interface of shared types: a component may import it (it holds types only).
 const TYPES_INTERFACE: &str = "sluice:plugin/types@1.0.0";
+
+/// The interface named by `name` (`sluice:plugin/map-element@1.0.0`) and whether its
+/// version is one this host supports (major version 1); `None` for names outside the
+/// `sluice:plugin` package.
+fn sluice_interface(name: &str) -> Option<(&str, bool)> {
+    let (interface, version) = name.strip_prefix("sluice:plugin/")?.split_once('@')?;
+    Some((interface, version.starts_with("1.")))
+}
 
 /// Whether `bytes` (a binary, after any text was parsed) is a component rather than a core
 /// module: its header's version and layer (`0d 00 01 00`; a core module has `01 00 00 00`).
@@ -285,7 +294,7 @@ impl ComponentPre {
                     .all(|(_, item)| matches!(item.ty, ComponentItem::Type(_))),
                 _ => false,
             };
-            if !(types_only && name == TYPES_INTERFACE) {
+            if !(types_only && sluice_interface(name) == Some(("types", true))) {
                 refused.push(format!("`{name}`"));
             }
         }
@@ -301,16 +310,23 @@ impl ComponentPre {
             .exports(engine)
             .map(|(name, _)| name.to_string())
             .collect();
-        let worlds: Vec<World> = World::ALL
+        // Each world's interface under its name in any 1.x version (the types are checked
+        // below, structurally).
+        let worlds: Vec<(World, &str)> = World::ALL
             .into_iter()
-            .filter(|w| exports.contains(&w.export()))
+            .filter_map(|w| {
+                exports
+                    .iter()
+                    .find(|e| sluice_interface(e) == Some((w.interface(), true)))
+                    .map(|e| (w, e.as_str()))
+            })
             .collect();
-        let world = match worlds.as_slice() {
+        let (world, export) = match worlds.as_slice() {
             [one] => *one,
             [] => {
                 let other = exports
                     .iter()
-                    .find(|e| e.starts_with("sluice:plugin/") && !e.ends_with("@1.0.0"));
+                    .find(|e| sluice_interface(e).is_some_and(|(_, supported)| !supported));
                 return Err(load(match other {
                     Some(other) => format!(
                         "the component exports `{other}`, of another version of the Sluice \
@@ -331,7 +347,10 @@ impl ComponentPre {
                 return Err(load(format!(
                     "the component exports the interfaces of several worlds ({}); a plugin \
                      implements one",
-                    many.iter().map(|w| w.name()).collect::<Vec<_>>().join(", ")
+                    many.iter()
+                        .map(|(w, _)| w.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             }
         };
@@ -343,16 +362,17 @@ impl ComponentPre {
                 ))
             })
         };
-        let interface = index(None, &world.export())?;
+        let interface = index(None, export)?;
         let exports = Exports {
             info: index(None, "info")?,
             create: index(Some(&interface), "[static]instance.create")?,
             call: index(Some(&interface), world.call())?,
         };
         let mut linker = Linker::<Limiter>::new(engine);
-        linker
-            .instance(TYPES_INTERFACE)
-            .map_err(|e| load(format!("{e:#}")))?;
+        for (name, _) in ty.imports(engine) {
+            // The types interface (checked above): nothing to provide but its name.
+            linker.instance(name).map_err(|e| load(format!("{e:#}")))?;
+        }
         let pre = linker
             .instantiate_pre(component)
             .map_err(|e| load(format!("{e:#}")))?;

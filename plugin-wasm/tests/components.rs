@@ -392,3 +392,22 @@ fn a_batch_buffer_given_to_a_component_is_decoded_by_the_host() {
         ("invalid input", "invalid input: 3 elements but 1 seeds")
     );
 }
+
+#[test]
+fn a_later_minor_version_of_a_world_interface_is_taken_as_version_1() {
+    // `sluice:plugin/batch-process@1.2.0` is the batch world's interface of a later 1.x
+    // package (which may only add interfaces): recognised, then checked for its contents.
+    let dir = tempfile::tempdir().unwrap();
+    let later = write(
+        dir.path(),
+        "later",
+        r#"(component
+             (instance $i)
+             (export "sluice:plugin/batch-process@1.2.0" (instance $i)))"#,
+    );
+    let err = load_error(later);
+    assert!(
+        err.contains("the component lacks `info`, which the `batch-transform` world exports"),
+        "{err}"
+    );
+}

@@ -76,7 +76,11 @@ pub struct Batch<P>(PhantomData<P>);
 /// One instance of a plugin behind a component resource. The host never calls one instance
 /// from two threads at once (a component instance runs on one thread); the resource's
 /// methods take `&self`, so the plugin sits in a `RefCell`.
-pub struct Instance<P>(RefCell<P>);
+pub struct Instance<P> {
+    plugin: RefCell<P>,
+    /// The plugin's metadata: the contracts checked on every call.
+    info: sluice_sdk::PluginInfo,
+}
 
 /// The conversions between the SDK's types and one world's generated types (each world's
 /// bindings have their own copy of the `types` interface).
@@ -202,16 +206,12 @@ fn check_outputs(
     })
 }
 
-/// The plugin's metadata, made once.
-fn info<P: Plugin>() -> &'static sluice_sdk::PluginInfo {
-    // One plugin type per component: a single cell is enough.
-    static INFO: std::sync::OnceLock<sluice_sdk::PluginInfo> = std::sync::OnceLock::new();
-    INFO.get_or_init(P::info)
-}
-
 fn new<P: Plugin>(config: &str) -> sluice_sdk::Result<Instance<P>> {
     let config = Config::from_bytes(config.as_bytes())?;
-    Ok(Instance(RefCell::new(P::new(&config)?)))
+    Ok(Instance {
+        plugin: RefCell::new(P::new(&config)?),
+        info: P::info(),
+    })
 }
 
 mod map_world {
@@ -237,11 +237,11 @@ mod map_world {
         }
 
         fn map(&self, element: Element, seed: u64) -> Result<Element, Error> {
-            let info = info::<P>();
+            let info = &self.info;
             let run = || {
                 let element = convert::map::element(element)?;
                 check_inputs(info, &element, 0)?;
-                let out = self.0.borrow_mut().map(element, &mut Rng::new(seed))?;
+                let out = self.plugin.borrow_mut().map(element, &mut Rng::new(seed))?;
                 check_outputs(info, &out, 0)?;
                 Ok(convert::map::to_wit(out))
             };
@@ -273,11 +273,13 @@ mod filter_world {
         }
 
         fn keep(&self, element: Element, seed: u64) -> Result<bool, Error> {
-            let info = info::<P>();
+            let info = &self.info;
             let run = || {
                 let element = convert::filter::element(element)?;
                 check_inputs(info, &element, 0)?;
-                self.0.borrow_mut().filter(&element, &mut Rng::new(seed))
+                self.plugin
+                    .borrow_mut()
+                    .filter(&element, &mut Rng::new(seed))
             };
             run().map_err(convert::filter::error)
         }
@@ -307,18 +309,18 @@ mod batch_world {
         }
 
         fn process(&self, elements: Vec<Element>, seeds: Vec<u64>) -> Result<Vec<Output>, Error> {
-            let mut plugin = self.0.borrow_mut();
-            process::<P>(&mut plugin, elements, &seeds).map_err(convert::batch::error)
+            let mut plugin = self.plugin.borrow_mut();
+            process(&mut *plugin, &self.info, elements, &seeds).map_err(convert::batch::error)
         }
     }
 
     /// One call, as `sluice_sdk::process` runs it on a wire buffer.
     fn process<P: Plugin>(
         plugin: &mut P,
+        info: &sluice_sdk::PluginInfo,
         elements: Vec<Element>,
         seeds: &[u64],
     ) -> sluice_sdk::Result<Vec<Output>> {
-        let info = info::<P>();
         if elements.len() != seeds.len() {
             return Err(sluice_sdk::Error::invalid_input(format!(
                 "{} elements but {} seeds",
