@@ -281,10 +281,10 @@ fn a_component_plugin_runs_in_a_pipeline_file_as_its_native_build_does() {
     let plain = run(&pipeline(data.path(), None, 3));
     assert_ne!(image(&plain[0]), image(&sandboxed[0]), "the images changed");
     // A bad config is refused in the plugin's words before anything runs.
-    let bad = PipelineFile::from_toml(&format!(
+    let bad = PipelineFile::from_toml(
         "[source]\nfiles = [\"train.tfrecord-*\"]\n\n\
-         [[stage]]\nkind = \"plugin\"\npath = \"noise.wasm\"\nconfig = {{ sigma = -1 }}\n"
-    ))
+         [[stage]]\nkind = \"plugin\"\npath = \"noise.wasm\"\nconfig = { sigma = -1 }\n",
+    )
     .unwrap()
     .with_data_dir(data.path())
     .with_plugin_dir(plugins.path());
