@@ -21,6 +21,14 @@ pub enum Error {
         /// The end of cargo's output.
         message: String,
     },
+    /// The core module could not be made a component.
+    #[error("making the WASM guest `{package}` a component failed: {message}")]
+    Component {
+        /// The guest crate.
+        package: String,
+        /// wit-component's error.
+        message: String,
+    },
     /// clang could not be run.
     #[error(
         "cannot run clang ({cause}), needed to build the C plugin {}: install it with \

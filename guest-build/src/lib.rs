@@ -6,6 +6,9 @@
 //!
 //! - [`build`] / [`build_with`]: a Rust guest crate (`sluice-example-noise`, ...) with cargo
 //!   for `wasm32-unknown-unknown` (release, `simd128`, no debug info).
+//! - [`build_component`] / [`build_component_with`]: a Rust guest crate of the component
+//!   worlds (`sdk/wit/sluice.wit`, e.g. `sluice-example-noise-component`), built the same
+//!   way and made a component with the `wit-component` crate.
 //! - [`c`]: a C plugin (`examples/plugins/c-*`) with clang.
 //!
 //! ```no_run
@@ -16,9 +19,11 @@
 #![deny(unsafe_code)]
 
 mod c;
+mod component;
 mod error;
 mod rust;
 
 pub use c::c;
+pub use component::{build_component, build_component_with, component_path};
 pub use error::Error;
 pub use rust::{Options, TARGET, build, build_with, output_path, workspace_dir};

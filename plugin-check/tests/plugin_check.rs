@@ -57,6 +57,36 @@ fn the_example_plugins_pass_and_their_builds_agree() {
 }
 
 #[test]
+fn the_example_components_pass_and_agree_with_their_native_builds() {
+    for (native, package, config) in [
+        (
+            "sluice_example_noise",
+            "sluice-example-noise-component",
+            json!({"sigma": 0.1, "p": 0.7}),
+        ),
+        (
+            "sluice_example_solarize",
+            "sluice-example-solarize-component",
+            json!({"p_gray": 0.5, "p_solarize": 0.5}),
+        ),
+    ] {
+        let component = guests::build_component(&guests::workspace_dir(), package).unwrap();
+        let mut o = options(config);
+        o.other = Some(cdylib_beside_exe(native).unwrap());
+        let report = check(&component, &o).unwrap();
+        assert!(report.passed(), "{}", render(&report));
+        assert_eq!(outcome(&report, "agrees_with_other"), &Outcome::Pass);
+        // The damaged-buffer check runs through the host's decoding for a component.
+        assert_eq!(outcome(&report, "malformed_input"), &Outcome::Pass);
+        // And the native build checked against the component.
+        o.other = Some(component);
+        let report = check(&cdylib_beside_exe(native).unwrap(), &o).unwrap();
+        assert!(report.passed(), "{}", render(&report));
+        assert_eq!(outcome(&report, "agrees_with_other"), &Outcome::Pass);
+    }
+}
+
+#[test]
 fn each_broken_plugin_is_caught_by_its_check() {
     let broken = cdylib_beside_exe("sluice_test_plugin_broken").unwrap();
     let clean = check(&broken, &options(json!({"break": "none"}))).unwrap();

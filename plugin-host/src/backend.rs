@@ -2,8 +2,9 @@
 //! and a way to create instances) and its [`Instance`]s (one `sluice_process` call at a
 //! time), and how a call fails ([`CallFailure`]).
 
-use sluice_sdk::PluginInfo;
+use sluice_core::Tensor;
 use sluice_sdk::abi::status;
+use sluice_sdk::{Entry, PluginInfo};
 
 use crate::error::Result;
 
@@ -51,4 +52,20 @@ pub trait Instance: Send {
         seeds: &[u64],
         output: &mut dyn FnMut(&[u8]),
     ) -> std::result::Result<(), CallFailure>;
+
+    /// A call on the elements' features themselves rather than a batch buffer, for hosts
+    /// that pass typed tensors (the WASM component host, `sdk/WIT.md`): `inputs` holds each
+    /// element's features as the host sends them ([`crate::wire::select`]), `seeds` one per
+    /// element; the outputs come back as a decoded output buffer would give them.
+    ///
+    /// `None` (the default): this instance takes batch buffers only, and
+    /// [`PluginStage`](crate::PluginStage) calls [`Instance::call`].
+    fn call_features(
+        &mut self,
+        inputs: &[Vec<(&str, &Tensor)>],
+        seeds: &[u64],
+    ) -> Option<std::result::Result<Vec<Entry>, CallFailure>> {
+        let _ = (inputs, seeds);
+        None
+    }
 }

@@ -17,7 +17,7 @@ use sluice_sdk::{Kind, PluginInfo};
 use crate::backend::{Backend, Instance};
 use crate::contract::check_feature;
 use crate::error::{Error, Result};
-use crate::wire::{encode, to_core};
+use crate::wire::{encode_selected, select, to_core};
 
 /// An idle instance and the input buffer it last used.
 type Idle = (Box<dyn Instance>, Vec<u8>);
@@ -128,15 +128,26 @@ impl PluginStage {
                 None => (self.backend.instantiate(&self.config)?, Vec::new()),
             }
         };
-        let input = match encode(info, &elements, buf) {
-            Ok(input) => input,
+        let selected = match select(info, &elements) {
+            Ok(selected) => selected,
             Err(e) => {
-                self.give_back(instance, Vec::new());
+                self.give_back(instance, buf);
                 return Err(e);
             }
         };
         let mut decoded = None;
-        let result = instance.call(&input, &seeds, &mut |out| decoded = Some(decode_batch(out)));
+        // Hosts that take tensors (the component host) get the features themselves; the
+        // others a batch buffer.
+        let (result, input) = match instance.call_features(&selected, &seeds) {
+            Some(result) => (result.map(|entries| decoded = Some(Ok(entries))), buf),
+            None => {
+                let input = encode_selected(&selected, buf);
+                let result =
+                    instance.call(&input, &seeds, &mut |out| decoded = Some(decode_batch(out)));
+                (result, input)
+            }
+        };
+        drop(selected);
         match result {
             Ok(()) => self.give_back(instance, input),
             Err(failure) => {

@@ -20,25 +20,23 @@ pub(crate) fn sdk_dtype(d: CoreDType) -> DType {
     }
 }
 
-/// The input batch buffer for `elements`: the declared input features (all dense features
-/// when none are declared), after checking the input contract ([`Error::Contract`]);
-/// `buf` is reused for its memory.
-pub fn encode(info: &PluginInfo, elements: &[Element], buf: Vec<u8>) -> Result<Vec<u8>> {
+/// Each element's features as a call sends them: the declared input features in their
+/// declared order (all dense features when none are declared), after checking the input
+/// contract ([`Error::Contract`]).
+pub fn select<'a>(
+    info: &'a PluginInfo,
+    elements: &'a [Element],
+) -> Result<Vec<Vec<(&'a str, &'a Tensor)>>> {
     let contract = |e: &Element, message: String| Error::Contract {
         plugin: info.name.clone(),
         element: e.id().to_string(),
         message,
     };
-    let mut size = 0;
+    let mut selected = Vec::with_capacity(elements.len());
     for e in elements {
         for f in &info.inputs {
             check_feature(f, e).map_err(|m| contract(e, m))?;
         }
-        size += e.nbytes() + 64;
-    }
-    let parents: Vec<u32> = (0..elements.len() as u32).collect();
-    let mut enc = Encoder::reusing(buf, &parents, size);
-    for e in elements {
         let tensors: Vec<(&str, &Tensor)> = if info.inputs.is_empty() {
             let mut all = Vec::new();
             for (name, value) in e.iter() {
@@ -59,12 +57,34 @@ pub fn encode(info: &PluginInfo, elements: &[Element], buf: Vec<u8>) -> Result<V
                 .map(|f| (f.name.as_str(), e.tensor(&f.name).expect("checked above")))
                 .collect()
         };
+        selected.push(tensors);
+    }
+    Ok(selected)
+}
+
+/// The input batch buffer for `elements`: the declared input features (all dense features
+/// when none are declared), after checking the input contract ([`Error::Contract`]);
+/// `buf` is reused for its memory.
+pub fn encode(info: &PluginInfo, elements: &[Element], buf: Vec<u8>) -> Result<Vec<u8>> {
+    Ok(encode_selected(&select(info, elements)?, buf))
+}
+
+/// The input batch buffer for features [`select`] chose; `buf` is reused for its memory.
+pub fn encode_selected(selected: &[Vec<(&str, &Tensor)>], buf: Vec<u8>) -> Vec<u8> {
+    let size = selected
+        .iter()
+        .flatten()
+        .map(|(name, t)| name.len() + t.nbytes() + 64)
+        .sum();
+    let parents: Vec<u32> = (0..selected.len() as u32).collect();
+    let mut enc = Encoder::reusing(buf, &parents, size);
+    for tensors in selected {
         enc.element(tensors.len() as u32);
-        for (name, t) in tensors {
+        for &(name, t) in tensors {
             write_tensor(&mut enc, name, t);
         }
     }
-    Ok(enc.finish())
+    enc.finish()
 }
 
 fn write_tensor(enc: &mut Encoder, name: &str, t: &Tensor) {

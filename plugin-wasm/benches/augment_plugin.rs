@@ -7,11 +7,12 @@
 //!
 //! ```sh
 //! python bench/tfdata_baseline.py gen DIR
-//! cargo bench -p sluice-plugin-wasm --bench augment_plugin -- DIR none native_noise wasm_noise native_solarize wasm_solarize
+//! cargo bench -p sluice-plugin-wasm --bench augment_plugin -- DIR none native_noise wasm_noise component_noise native_solarize wasm_solarize component_solarize
 //! ```
 //!
 //! Each variant prints one JSON line (images/s). `none` runs the same two image_ops stages
-//! without a plugin.
+//! without a plugin. Hosts: `native` (the `.so`), `wasm` (the core module, `sdk/ABI.md`),
+//! `component` (the same plugin as a component of the `map-transform` world, `sdk/WIT.md`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,6 +44,12 @@ fn backend(variant: &str) -> Option<(Arc<dyn Backend>, serde_json::Value)> {
         "native" => NativePlugin::load(native(crate_name)).unwrap(),
         "wasm" => {
             let path = guests::build(&guests::workspace_dir(), package).unwrap();
+            WasmPlugin::load_with(path, &WasmOptions::default()).unwrap()
+        }
+        "component" => {
+            let path =
+                guests::build_component(&guests::workspace_dir(), &format!("{package}-component"))
+                    .unwrap();
             WasmPlugin::load_with(path, &WasmOptions::default()).unwrap()
         }
         other => panic!("unknown host {other}"),
@@ -105,26 +112,45 @@ fn main() {
         .collect();
     let Some((dir, variants)) = args.split_first() else {
         eprintln!(
-            "usage: augment_plugin DIR [none|native_noise|wasm_noise|native_solarize|wasm_solarize]..."
+            "usage: augment_plugin DIR [none|{{native,wasm,component}}_{{noise,solarize}}]..."
         );
         return;
     };
     for variant in variants {
         let ds = pipeline(dir, variant);
+        let cpu = cpu_seconds();
         let t = Instant::now();
         let mut images = 0;
         for batch in ds.iter().unwrap() {
             images += batch.unwrap().tensor("label").unwrap().len();
         }
         let secs = t.elapsed().as_secs_f64();
+        // CPU time of the whole process (every thread) per image: steadier than the wall
+        // clock when other work shares the machine.
+        let cpu_ms = match (cpu, cpu_seconds()) {
+            (Some(a), Some(b)) => format!("{:.4}", (b - a) * 1e3 / images as f64),
+            _ => "null".to_string(),
+        };
         println!(
-            "{{\"system\": \"sluice\", \"pipeline\": \"augment+{variant}\", \"records\": {images}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}}}",
+            "{{\"system\": \"sluice\", \"pipeline\": \"augment+{variant}\", \"records\": {images}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"cpu_ms_per_record\": {cpu_ms}}}",
             images as f64 / secs
         );
         if let Some(stats) = ds.stats() {
             eprintln!("{}", stats.report());
         }
     }
+}
+
+/// User + system CPU seconds of this process so far (Linux: `/proc/self/stat`, in clock
+/// ticks of 1/100 s), `None` elsewhere.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 fn native(crate_name: &str) -> PathBuf {

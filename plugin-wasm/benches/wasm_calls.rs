@@ -7,6 +7,11 @@
 //! - `noise_64x224/*`: `gaussian_noise` on 64 224×224×3 images (`u8` and `f32`), native
 //!   library and WASM module: the kernel-level WASM / native ratio (plus the wire format's
 //!   copies, which both pay).
+//! - `plugin_64x224/*`: `PluginStage::call` of 64 224×224×3 images (kernel + boundary) for
+//!   both benchmark transforms (`gaussian_noise` σ 0.05, `gray_solarize` 0.2/0.2, as in the
+//!   augment bench) on `u8` images (and `f32` for noise): native library, core module,
+//!   component (`map-transform` world).
+//! - `abi_call/*_component`: the no-op `faulty` plugin as a `batch-transform` component.
 //!
 //! ```sh
 //! cargo bench -p sluice-plugin-wasm --bench wasm_calls
@@ -26,6 +31,10 @@ use sluice_plugin_wasm::{WasmOptions, WasmPlugin};
 
 fn wasm(package: &str) -> PathBuf {
     guests::build(&guests::workspace_dir(), package).unwrap()
+}
+
+fn component(package: &str) -> PathBuf {
+    guests::build_component(&guests::workspace_dir(), package).unwrap()
 }
 
 fn no_cache() -> WasmOptions {
@@ -127,6 +136,36 @@ fn bench(c: &mut Criterion) {
             WasmPlugin::load_with(&faulty_wasm, &no_cache()).unwrap(),
         ),
     ];
+    let faulty_component = WasmPlugin::load_with(
+        component("sluice-test-plugin-faulty-component"),
+        &no_cache(),
+    )
+    .unwrap();
+    let mut instance = faulty_component.instantiate(b"{}").unwrap();
+    for n in [0usize, 1] {
+        let elements: Vec<Element> = (0..n as i64)
+            .map(|i| {
+                Element::new(ElementId::new(0, i as u64)).with(
+                    "value",
+                    Tensor::new(&[], TensorData::I64(vec![i].into())).unwrap(),
+                )
+            })
+            .collect();
+        let inputs: Vec<Vec<(&str, &Tensor)>> = elements
+            .iter()
+            .map(|e| vec![("value", e.tensor("value").unwrap())])
+            .collect();
+        let seeds: Vec<u64> = (0..n as u64).collect();
+        g.bench_function(format!("noop_{n}_elements_component"), |b| {
+            b.iter(|| {
+                instance
+                    .call_features(&inputs, &seeds)
+                    .unwrap()
+                    .unwrap()
+                    .len()
+            })
+        });
+    }
     for (host, backend) in &backends {
         let mut instance = backend.instantiate(b"{}").unwrap();
         for n in [0usize, 1] {
@@ -161,6 +200,52 @@ fn bench(c: &mut Criterion) {
                     BatchSize::SmallInput,
                 )
             });
+        }
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("plugin_64x224");
+    g.sample_size(20);
+    for (plugin, package, config) in [
+        ("noise", "sluice-example-noise", json!({"sigma": 0.05})),
+        (
+            "solarize",
+            "sluice-example-solarize",
+            json!({"p_gray": 0.2, "p_solarize": 0.2}),
+        ),
+    ] {
+        let backends: [(&str, Arc<dyn Backend>); 3] = [
+            (
+                "native",
+                NativePlugin::load(native(&package.replace('-', "_"))).unwrap(),
+            ),
+            (
+                "wasm",
+                WasmPlugin::load_with(wasm(package), &no_cache()).unwrap(),
+            ),
+            (
+                "component",
+                WasmPlugin::load_with(component(&format!("{package}-component")), &no_cache())
+                    .unwrap(),
+            ),
+        ];
+        let pixel_kinds: &[(&str, bool)] = if plugin == "noise" {
+            &[("u8", true), ("f32", false)]
+        } else {
+            &[("u8", true)]
+        };
+        for &(pixels, u8_pixels) in pixel_kinds {
+            let imgs = images(64, u8_pixels);
+            for (host, backend) in &backends {
+                let stage = PluginStage::new(backend.clone(), &config).unwrap();
+                g.bench_function(format!("{plugin}_{pixels}_{host}"), |b| {
+                    b.iter_batched(
+                        || (imgs.clone(), rngs(64)),
+                        |(e, mut r)| stage.call(e, &mut r).unwrap().len(),
+                        BatchSize::SmallInput,
+                    )
+                });
+            }
         }
     }
     g.finish();

@@ -5,7 +5,47 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
 use wasmtime::{Engine, Module};
+
+/// What the cache keeps: compiled core modules and components.
+trait Compiled: Sized {
+    fn compile(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self>;
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>>;
+    /// # Safety
+    /// `code` must be what [`Compiled::serialize`] wrote for an engine of this
+    /// configuration (see [`compile`]).
+    #[allow(unsafe_code)]
+    unsafe fn deserialize(engine: &Engine, code: &[u8]) -> wasmtime::Result<Self>;
+}
+
+impl Compiled for Module {
+    fn compile(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        Module::new(engine, bytes)
+    }
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        Module::serialize(self)
+    }
+    #[allow(unsafe_code)]
+    unsafe fn deserialize(engine: &Engine, code: &[u8]) -> wasmtime::Result<Self> {
+        // SAFETY: this function's contract is `Module::deserialize`'s.
+        unsafe { Module::deserialize(engine, code) }
+    }
+}
+
+impl Compiled for Component {
+    fn compile(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        Component::new(engine, bytes)
+    }
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        Component::serialize(self)
+    }
+    #[allow(unsafe_code)]
+    unsafe fn deserialize(engine: &Engine, code: &[u8]) -> wasmtime::Result<Self> {
+        // SAFETY: this function's contract is `Component::deserialize`'s.
+        unsafe { Component::deserialize(engine, code) }
+    }
+}
 
 /// Where compiled modules are kept: `$SLUICE_WASM_CACHE`, else `$XDG_CACHE_HOME/sluice/wasm`,
 /// else `$HOME/.cache/sluice/wasm`; `None` when none is set (then nothing is cached).
@@ -49,8 +89,26 @@ pub fn compile(
     bytes: &[u8],
     cache_dir: Option<&Path>,
 ) -> wasmtime::Result<(Module, CacheOutcome)> {
+    compile_cached(engine, bytes, cache_dir)
+}
+
+/// [`compile`] for a component (the component worlds of `sdk/wit/sluice.wit`): the same
+/// cache, keys and checks.
+pub fn compile_component(
+    engine: &Engine,
+    bytes: &[u8],
+    cache_dir: Option<&Path>,
+) -> wasmtime::Result<(Component, CacheOutcome)> {
+    compile_cached(engine, bytes, cache_dir)
+}
+
+fn compile_cached<T: Compiled>(
+    engine: &Engine,
+    bytes: &[u8],
+    cache_dir: Option<&Path>,
+) -> wasmtime::Result<(T, CacheOutcome)> {
     let Some(dir) = cache_dir else {
-        return Ok((Module::new(engine, bytes)?, CacheOutcome::Uncached));
+        return Ok((T::compile(engine, bytes)?, CacheOutcome::Uncached));
     };
     let mut compat = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut compat);
@@ -65,12 +123,13 @@ pub fn compile(
         had_entry = true;
         if hex(&Sha256::digest(&code)) == sum.trim() {
             #[allow(unsafe_code)]
-            // SAFETY: `deserialize` runs the given native code. These bytes were written by
-            // `Module::serialize` of this same engine configuration (the file name carries its
+            // SAFETY: `deserialize` (a module's or a component's) runs the given native code.
+            // These bytes were written by `serialize` of the same kind, for this same engine
+            // configuration (the file name carries the source's SHA-256 and the engine's
             // compatibility hash), their checksum matches the one stored beside them, and
             // wasmtime itself checks the header's version and settings. The cache directory
             // is trusted like the program (see the function docs).
-            let loaded = unsafe { Module::deserialize(engine, &code) };
+            let loaded = unsafe { T::deserialize(engine, &code) };
             match loaded {
                 Ok(module) => return Ok((module, CacheOutcome::Hit)),
                 Err(e) => {
@@ -81,7 +140,7 @@ pub fn compile(
             tracing::warn!(path = %code_path.display(), "WASM cache entry fails its checksum: recompiling");
         }
     }
-    let module = Module::new(engine, bytes)?;
+    let module = T::compile(engine, bytes)?;
     if let Err(e) = store(dir, &code_path, &sum_path, &module.serialize()?) {
         tracing::warn!(dir = %dir.display(), %e, "cannot write the WASM cache");
     }

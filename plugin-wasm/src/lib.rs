@@ -41,11 +41,13 @@
 #![deny(unsafe_code)]
 
 mod cache;
+mod component;
 mod engine;
 mod limits;
 mod plugin;
 
-pub use cache::{CacheOutcome, compile, default_cache_dir};
+pub use cache::{CacheOutcome, compile, compile_component, default_cache_dir};
+pub use component::{WORLD_PACKAGE, is_component};
 pub use engine::engine;
 pub use limits::{DEFAULT_MEMORY_BYTES, DEFAULT_TIME, MIN_MEMORY_BYTES, TICK, WasmLimits};
-pub use plugin::{WasmOptions, WasmPlugin};
+pub use plugin::{WasmFormat, WasmOptions, WasmPlugin};

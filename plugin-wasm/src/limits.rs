@@ -131,6 +131,20 @@ fn closest(typo: &str) -> Option<&'static str> {
 pub(crate) struct Limiter {
     pub(crate) memory_bytes: usize,
     pub(crate) refused: bool,
+    /// Most core instances in the store: 1 for a core module; a component's module and
+    /// the shims wit-component adds.
+    pub(crate) instances: usize,
+}
+
+impl Limiter {
+    /// A limiter for one instance's store under `limits`.
+    pub(crate) fn new(limits: WasmLimits, instances: usize) -> Limiter {
+        Limiter {
+            memory_bytes: usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX),
+            refused: false,
+            instances,
+        }
+    }
 }
 
 impl wasmtime::ResourceLimiter for Limiter {
@@ -157,7 +171,7 @@ impl wasmtime::ResourceLimiter for Limiter {
     }
 
     fn instances(&self) -> usize {
-        1
+        self.instances
     }
 
     fn tables(&self) -> usize {

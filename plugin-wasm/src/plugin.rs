@@ -10,7 +10,8 @@ use sluice_sdk::PluginInfo;
 use sluice_sdk::abi::{status, symbols};
 use wasmtime::{InstancePre, Linker, Memory, Module, Store, Trap, TypedFunc};
 
-use crate::cache::{CacheOutcome, compile, default_cache_dir};
+use crate::cache::{CacheOutcome, compile, compile_component, default_cache_dir};
+use crate::component::{ComponentInstance, ComponentPre, World, is_component};
 use crate::engine::engine;
 use crate::limits::{Limiter, WasmLimits};
 
@@ -27,14 +28,47 @@ pub struct WasmOptions {
     pub cache_dir: Option<Option<PathBuf>>,
 }
 
-/// A loaded WASM plugin.
+/// A loaded WASM plugin: a core module of the ABI (`sdk/ABI.md`) or a component of the
+/// Sluice worlds (`sdk/WIT.md`), told apart by the file's header.
 pub struct WasmPlugin {
     path: PathBuf,
     info: PluginInfo,
-    pre: InstancePre<Limiter>,
+    pre: Pre,
     limits: WasmLimits,
     cache: CacheOutcome,
     compile_seconds: f64,
+}
+
+/// What a plugin's instances are made from.
+enum Pre {
+    /// A core module, pre-linked with no imports.
+    Module(InstancePre<Limiter>),
+    /// A component, pre-linked with no imports.
+    Component(ComponentPre),
+}
+
+/// Which kind of WASM binary a plugin is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WasmFormat {
+    /// A core module speaking the C ABI of `sdk/ABI.md`.
+    CoreModule,
+    /// A component of the `map-transform` world (`sdk/wit/sluice.wit`).
+    MapComponent,
+    /// A component of the `filter-transform` world.
+    FilterComponent,
+    /// A component of the `batch-transform` world.
+    BatchComponent,
+}
+
+impl std::fmt::Display for WasmFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WasmFormat::CoreModule => "core module (ABI 1)",
+            WasmFormat::MapComponent => "component (sluice:plugin@1.0.0 map-transform)",
+            WasmFormat::FilterComponent => "component (sluice:plugin@1.0.0 filter-transform)",
+            WasmFormat::BatchComponent => "component (sluice:plugin@1.0.0 batch-transform)",
+        })
+    }
 }
 
 impl std::fmt::Debug for WasmPlugin {
@@ -72,7 +106,11 @@ struct Guest {
 }
 
 /// Why a guest call failed.
-fn classify(e: &wasmtime::Error, store: &Store<Limiter>, limits: &WasmLimits) -> CallFailure {
+pub(crate) fn classify(
+    e: &wasmtime::Error,
+    store: &Store<Limiter>,
+    limits: &WasmLimits,
+) -> CallFailure {
     let (status, message) = if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
         (
             "timeout",
@@ -100,7 +138,7 @@ fn classify(e: &wasmtime::Error, store: &Store<Limiter>, limits: &WasmLimits) ->
     }
 }
 
-fn broken(message: String) -> CallFailure {
+pub(crate) fn broken(message: String) -> CallFailure {
     CallFailure {
         status: "broken output".to_string(),
         message,
@@ -110,13 +148,7 @@ fn broken(message: String) -> CallFailure {
 
 impl Guest {
     fn new(pre: &InstancePre<Limiter>, limits: WasmLimits) -> wasmtime::Result<Guest> {
-        let mut store = Store::new(
-            pre.module().engine(),
-            Limiter {
-                memory_bytes: usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX),
-                refused: false,
-            },
-        );
+        let mut store = Store::new(pre.module().engine(), Limiter::new(limits, 1));
         store.limiter(|l| l);
         store.set_epoch_deadline(limits.ticks());
         let instance = pre.instantiate(&mut store)?;
@@ -221,13 +253,15 @@ impl Guest {
 }
 
 impl WasmPlugin {
-    /// Loads a `.wasm` or `.wat` file with default options.
+    /// Loads a `.wasm` or `.wat` file (a core module or a component) with default options.
     pub fn load(path: impl AsRef<Path>) -> Result<Arc<WasmPlugin>> {
         WasmPlugin::load_with(path, &WasmOptions::default())
     }
 
     /// Loads a `.wasm` or `.wat` file: compiles it (or takes it from the cache), refuses
-    /// imports, checks the ABI version before anything else, then reads the metadata.
+    /// imports, checks the ABI version (a core module) or the world (a component) before
+    /// anything else, then reads the metadata. Its header says which it is: a core module
+    /// (`sdk/ABI.md`) or a component (`sdk/WIT.md`).
     pub fn load_with(path: impl AsRef<Path>, options: &WasmOptions) -> Result<Arc<WasmPlugin>> {
         let path = path.as_ref().to_path_buf();
         let load = |message: String| Error::Load {
@@ -239,7 +273,22 @@ impl WasmPlugin {
             Some(dir) => dir.clone(),
             None => default_cache_dir(),
         };
+        let binary = wat::parse_bytes(&bytes).map_err(|e| load(format!("{e:#}")))?;
         let started = Instant::now();
+        if is_component(&binary) {
+            let (component, cache) = compile_component(engine(), &binary, cache_dir.as_deref())
+                .map_err(|e| load(format!("{e:#}")))?;
+            let compile_seconds = started.elapsed().as_secs_f64();
+            let (pre, info) = ComponentPre::new(&path, &component, options.limits)?;
+            return Ok(Arc::new(WasmPlugin {
+                path,
+                info,
+                pre: Pre::Component(pre),
+                limits: options.limits,
+                cache,
+                compile_seconds,
+            }));
+        }
         let (module, cache) =
             compile(engine(), &bytes, cache_dir.as_deref()).map_err(|e| load(format!("{e:#}")))?;
         let compile_seconds = started.elapsed().as_secs_f64();
@@ -275,13 +324,7 @@ impl WasmPlugin {
             .instantiate_pre(&module)
             .map_err(|e| load(format!("{e:#}")))?;
         // A probe instance: the version first, then every symbol, then the metadata.
-        let mut store = Store::new(
-            module.engine(),
-            Limiter {
-                memory_bytes: usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX),
-                refused: false,
-            },
-        );
+        let mut store = Store::new(module.engine(), Limiter::new(limits, 1));
         store.limiter(|l| l);
         store.set_epoch_deadline(limits.ticks());
         let instance = pre
@@ -316,7 +359,7 @@ impl WasmPlugin {
         Ok(Arc::new(WasmPlugin {
             path,
             info,
-            pre,
+            pre: Pre::Module(pre),
             limits,
             cache,
             compile_seconds,
@@ -331,6 +374,18 @@ impl WasmPlugin {
     /// The file it was loaded from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Which kind of binary it is: a core module or a component, and of which world.
+    pub fn format(&self) -> WasmFormat {
+        match &self.pre {
+            Pre::Module(_) => WasmFormat::CoreModule,
+            Pre::Component(c) => match c.world() {
+                World::Map => WasmFormat::MapComponent,
+                World::Filter => WasmFormat::FilterComponent,
+                World::Batch => WasmFormat::BatchComponent,
+            },
+        }
     }
 
     /// The limits its instances run under.
@@ -363,7 +418,14 @@ impl Backend for WasmPlugin {
             plugin: self.info.name.clone(),
             message,
         };
-        let mut guest = Guest::new(&self.pre, self.limits).map_err(|e| init(format!("{e:#}")))?;
+        let pre = match &self.pre {
+            Pre::Module(pre) => pre,
+            Pre::Component(c) => {
+                let instance = c.instantiate(config, self.limits).map_err(init)?;
+                return Ok(Box::new(ComponentPlugin(instance)));
+            }
+        };
+        let mut guest = Guest::new(pre, self.limits).map_err(|e| init(format!("{e:#}")))?;
         let ptr = guest.put(config).map_err(|f| init(f.message))?;
         guest.arm();
         let handle = guest
@@ -384,6 +446,28 @@ impl Backend for WasmPlugin {
             handle,
             buffer: None,
         }))
+    }
+}
+
+/// One instance of a component plugin.
+struct ComponentPlugin(ComponentInstance);
+
+impl Instance for ComponentPlugin {
+    fn call(
+        &mut self,
+        input: &[u8],
+        seeds: &[u64],
+        output: &mut dyn FnMut(&[u8]),
+    ) -> std::result::Result<(), CallFailure> {
+        self.0.call_buffer(input, seeds, output)
+    }
+
+    fn call_features(
+        &mut self,
+        inputs: &[Vec<(&str, &sluice_core::Tensor)>],
+        seeds: &[u64],
+    ) -> Option<std::result::Result<Vec<sluice_sdk::Entry>, CallFailure>> {
+        Some(self.0.call_features(inputs, seeds))
     }
 }
 

@@ -242,3 +242,61 @@ fn bad_plugin_stages_fail_before_anything_runs() {
         );
     }
 }
+
+#[test]
+fn a_component_plugin_runs_in_a_pipeline_file_as_its_native_build_does() {
+    // The `gaussian_noise` component (the map-transform world), under the name a user would
+    // give it, in a plugin directory; the loader tells it from a core module by its header.
+    let component = sluice_guest_build::build_component(
+        &sluice_guest_build::workspace_dir(),
+        "sluice-example-noise-component",
+    )
+    .unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    std::fs::copy(&component, plugins.path().join("noise.wasm")).unwrap();
+    let data = data();
+    let with = |path: &str, body: &str| {
+        let text = format!(
+            "[source]\nfiles = [\"train.tfrecord-*\"]\n\n[options]\nseed = 3\n\n\
+             [[stage]]\nkind = \"parse_example\"\n\
+             features.image = {{ dtype = \"float\", shape = [4, 5, 3] }}\n\
+             features.label = {{ dtype = \"int64\" }}\n\n\
+             [[stage]]\nkind = \"plugin\"\npath = \"{path}\"\nconfig = {{ sigma = 0.2 }}\n{body}"
+        );
+        PipelineFile::from_toml(&text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"))
+            .with_data_dir(data.path())
+    };
+    let native = run(&with(&noise_file(), "").with_plugin_dir(plugin_dir()));
+    let sandboxed = run(&with(
+        "noise.wasm",
+        "num_parallel = 2\nchunk_size = 5\nlimits = { memory = \"64MiB\", time_ms = 5000 }\n",
+    )
+    .with_plugin_dir(plugins.path()));
+    assert_eq!(sandboxed.len(), RECORDS);
+    assert_eq!(
+        sandboxed, native,
+        "the component gives the native build's bits"
+    );
+    let plain = run(&pipeline(data.path(), None, 3));
+    assert_ne!(image(&plain[0]), image(&sandboxed[0]), "the images changed");
+    // A bad config is refused in the plugin's words before anything runs.
+    let bad = PipelineFile::from_toml(
+        "[source]\nfiles = [\"train.tfrecord-*\"]\n\n\
+         [[stage]]\nkind = \"plugin\"\npath = \"noise.wasm\"\nconfig = { sigma = -1 }\n",
+    )
+    .unwrap()
+    .with_data_dir(data.path())
+    .with_plugin_dir(plugins.path());
+    let err = bad
+        .build_with(&Loader::default())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "plugin gaussian_noise: init failed: invalid configuration: sigma must be finite"
+        ),
+        "{err}"
+    );
+}

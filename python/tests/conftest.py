@@ -70,3 +70,18 @@ def solarize_wasm() -> Path:
         cwd=REPO, check=True, env=env,
     )
     return out / "wasm32-unknown-unknown" / "release" / "sluice_example_solarize.wasm"
+
+
+@pytest.fixture(scope="session")
+def solarize_component() -> Path:
+    """The same `gray_solarize` as a WebAssembly component (the map-transform world,
+    examples/plugins/solarize-component), built and encoded by sluice-guest-build."""
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER")}
+    out = subprocess.run(
+        ["cargo", "run", "-q", "-p", "sluice-guest-build", "--example", "build_component",
+         "--", "sluice-example-solarize-component"],
+        cwd=REPO, check=True, env=env, capture_output=True, text=True,
+    )
+    return Path(out.stdout.strip())

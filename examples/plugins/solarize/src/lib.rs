@@ -32,8 +32,7 @@ impl GraySolarize {
             let l = WEIGHTS[0] * f32::from(px[0])
                 + WEIGHTS[1] * f32::from(px[1])
                 + WEIGHTS[2] * f32::from(px[2]);
-            let l = l.round().clamp(0.0, 255.0) as u8;
-            px.fill(l);
+            px.fill(round_u8(l));
         }
     }
 
@@ -43,6 +42,17 @@ impl GraySolarize {
             px.fill(l);
         }
     }
+}
+
+/// `l.round().clamp(0.0, 255.0) as u8` for a luma `l` in `[0, 255]` (weights and values are
+/// non-negative), without libm's `roundf` (a software call in wasm32 and on x86-64's
+/// baseline): `l - trunc(l)` is exact in `f32`, so comparing it with 0.5 rounds half away
+/// from zero as `round` does. A test compares the two on every RGB triple.
+#[inline(always)]
+fn round_u8(l: f32) -> u8 {
+    let t = l as i32;
+    let r = if l - t as f32 >= 0.5 { t + 1 } else { t };
+    r.clamp(0, 255) as u8
 }
 
 impl Plugin for GraySolarize {
@@ -116,6 +126,7 @@ impl Plugin for GraySolarize {
     }
 }
 
+#[cfg(feature = "core-abi")]
 sluice_sdk::export_plugin!(GraySolarize);
 
 #[cfg(test)]
@@ -163,6 +174,20 @@ mod tests {
             unreachable!()
         };
         assert!(v.iter().all(|&x| (x - 0.0001).abs() < 1e-3), "{v:?}"); // luma 0.9999 -> 1 - 0.9999
+    }
+
+    #[test]
+    fn the_luma_rounding_equals_round_on_every_rgb_triple() {
+        for rgb in 0u32..1 << 24 {
+            let [r, g, b, _] = rgb.to_le_bytes();
+            let l =
+                WEIGHTS[0] * f32::from(r) + WEIGHTS[1] * f32::from(g) + WEIGHTS[2] * f32::from(b);
+            assert_eq!(
+                round_u8(l),
+                l.round().clamp(0.0, 255.0) as u8,
+                "{r} {g} {b}: {l}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,34 @@
+"""A WASM plugin built as a component (sdk/WIT.md) through `map_plugin`, unchanged: the
+loader tells it from a core module by its header, and the outputs are the core module's."""
+
+import numpy as np
+
+import sluice
+
+
+def test_a_component_gives_the_core_modules_outputs(solarize_wasm, solarize_component):
+    assert solarize_component.suffix == ".wasm"
+    assert solarize_component.read_bytes()[4:8] == b"\x0d\x00\x01\x00"  # a component
+    assert solarize_wasm.read_bytes()[4:8] == b"\x01\x00\x00\x00"  # a core module
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(24, 6, 5, 3), dtype=np.uint8)
+    labels = np.arange(24, dtype=np.int64)
+    config = {"p_gray": 0.5, "p_solarize": 0.5}
+
+    def run(plugin):
+        return (
+            sluice.from_tensor_slices({"image": images, "label": labels})
+            .map_plugin(plugin, config=config, limits={"memory": "64MiB"})
+            .options(seed=11)
+            .collect()
+        )
+
+    component = run(solarize_component)
+    core = run(solarize_wasm)
+    assert len(component) == len(core) == 24
+    changed = 0
+    for c, m, original in zip(component, core, images):
+        np.testing.assert_array_equal(np.asarray(c["image"]), np.asarray(m["image"]))
+        assert int(np.asarray(c["label"])) == int(np.asarray(m["label"]))
+        changed += not np.array_equal(np.asarray(c["image"]), original)
+    assert changed > 0, "the plugin changed some images"
