@@ -95,6 +95,26 @@ fn solarize_configs() -> Vec<serde_json::Value> {
 }
 
 #[test]
+fn the_c_solarize_equals_the_rust_build_bit_for_bit() {
+    equals_native(
+        example("c-solarize"),
+        "sluice_example_solarize",
+        &solarize_configs(),
+    );
+}
+
+#[test]
+fn the_js_solarize_equals_the_rust_build_bit_for_bit() {
+    equals_native(
+        example("js-solarize"),
+        "sluice_example_solarize",
+        &solarize_configs(),
+    );
+    let err = PluginStage::new(example("js-solarize"), &json!({"p_gray": "x"})).unwrap_err();
+    assert!(err.to_string().contains("p_gray must be a number"), "{err}");
+}
+
+#[test]
 fn the_python_solarize_equals_the_rust_build_bit_for_bit() {
     equals_native(
         example("python-solarize"),
