@@ -241,6 +241,32 @@ fn zig(project: &Project, out_dir: &Path, out: &Path) -> Result<(), Error> {
         &project.manifest.plugin.world,
         &out_dir.join("bindings"),
     )?;
+    let dir = bindings.header.parent().unwrap_or(out_dir).to_path_buf();
+    let cache = out_dir.join("zig-cache");
+    // The bindings and the C library as a Zig module `c` (`zig translate-c`: Zig 0.16 and
+    // later have no `@cImport`).
+    let header = bindings
+        .header
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy();
+    let wrapper = dir.join("c.h");
+    let text = format!("#include <stdlib.h>\n#include <string.h>\n#include \"{header}\"\n");
+    if std::fs::read_to_string(&wrapper).ok().as_deref() != Some(text.as_str()) {
+        crate::bindings::write_atomic(&wrapper, text.as_bytes())?;
+    }
+    let translated = run(Command::new(&zig)
+        .current_dir(&project.dir)
+        .args(["translate-c", "-target", "wasm32-wasi", "-lc"])
+        .arg("-I")
+        .arg(&dir)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .arg(&wrapper))?;
+    let module = dir.join("c.zig");
+    if std::fs::read_to_string(&module).ok().as_deref() != Some(translated.as_str()) {
+        crate::bindings::write_atomic(&module, translated.as_bytes())?;
+    }
     let root = project
         .manifest
         .build
@@ -252,22 +278,25 @@ fn zig(project: &Project, out_dir: &Path, out: &Path) -> Result<(), Error> {
     command
         .current_dir(&project.dir)
         .arg("build-exe")
-        .arg(root)
-        .args(project.manifest.build.sources.iter())
-        .arg(&bindings.source)
-        .arg(&bindings.object)
+        // A reactor (no `main`), wasi-libc for malloc; stripped; no fast-math (Zig's
+        // default), so float results are the same bits as the other builds.
         .args([
             "-target",
             "wasm32-wasi",
             "-fno-entry",
-            "-O",
-            "ReleaseFast",
-            "-lc",
+            "-mexec-model=reactor",
         ])
+        .args(["-fstrip", "-O", "ReleaseFast", "-lc"])
         .arg("-I")
-        .arg(bindings.header.parent().unwrap_or(out_dir))
+        .arg(&dir)
+        .args(project.manifest.build.sources.iter())
+        .arg(&bindings.source)
+        .arg(&bindings.object)
+        .args(["--dep", "c"])
+        .arg(format!("-Mroot={root}"))
+        .arg(format!("-Mc={}", module.display()))
         .arg("--cache-dir")
-        .arg(out_dir.join("zig-cache"))
+        .arg(&cache)
         .arg(format!("-femit-bin={}", core.display()));
     run(&mut command)?;
     componentize(&core, out)

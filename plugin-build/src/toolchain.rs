@@ -124,7 +124,7 @@ fn in_path(name: &str) -> Option<PathBuf> {
 }
 
 /// Runs `command`; its output on failure is [`Error::ToolFailed`] (the last 40 lines).
-/// Returns what it printed (stdout then stderr).
+/// Returns what it printed on stdout.
 pub(crate) fn run(command: &mut Command) -> Result<String, Error> {
     let line = format!(
         "{} {}",
@@ -147,12 +147,9 @@ pub(crate) fn run(command: &mut Command) -> Result<String, Error> {
         status: "could not start".to_string(),
         output: e.to_string(),
     })?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
+        let text = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
         let lines: Vec<&str> = text.lines().collect();
         let tail = lines[lines.len().saturating_sub(40)..].join("\n");
         return Err(Error::ToolFailed {
@@ -161,5 +158,5 @@ pub(crate) fn run(command: &mut Command) -> Result<String, Error> {
             output: tail,
         });
     }
-    Ok(text)
+    Ok(stdout)
 }

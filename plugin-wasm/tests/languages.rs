@@ -115,6 +115,15 @@ fn the_js_solarize_equals_the_rust_build_bit_for_bit() {
 }
 
 #[test]
+fn the_zig_solarize_equals_the_rust_build_bit_for_bit() {
+    equals_native(
+        example("zig-solarize"),
+        "sluice_example_solarize",
+        &solarize_configs(),
+    );
+}
+
+#[test]
 fn the_python_solarize_equals_the_rust_build_bit_for_bit() {
     equals_native(
         example("python-solarize"),
