@@ -25,9 +25,11 @@ mod bindings;
 mod build;
 mod error;
 mod manifest;
+mod template;
 pub mod toolchain;
 
 pub use bindings::{CBindings, c_bindings, componentize};
 pub use build::{BuildOptions, Built, JS_DISABLED, build};
 pub use error::Error;
 pub use manifest::{BuildSection, Language, MANIFEST, Manifest, PluginSection, Project, WORLDS};
+pub use template::{SLUICE_WIT, new_project};
