@@ -133,7 +133,7 @@ fn readme(language: Language, name: &str) -> String {
          Needs {toolchain}.\n\n\
          ```sh\n\
          sluice plugin build {name}          # prints the component's path last: {name}/build/{name}.wasm\n\
-         sluice plugin check {name}/build/{name}.wasm --config '{{\"threshold\": 100}}'\n\
+         sluice plugin check {name}/build/{name}.wasm\n\
          ```\n\n\
          In a pipeline file:\n\n\
          ```toml\n\

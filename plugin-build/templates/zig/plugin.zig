@@ -17,12 +17,12 @@ fn dup(out: *c.map_transform_string_t, s: []const u8) void {
 }
 
 fn imageFeature() c.sluice_plugin_types_list_feature_t {
-    const ptr: [*c]c.sluice_plugin_types_feature_t = @ptrCast(@alignCast(c.malloc(@sizeOf(c.sluice_plugin_types_feature_t))));
-    dup(&ptr[0].name, "image");
-    ptr[0].dtype.is_some = false;
-    ptr[0].rank.is_some = true;
-    ptr[0].rank.val = 3;
-    return .{ .ptr = ptr, .len = 1 };
+    const f: *c.sluice_plugin_types_feature_t = @ptrCast(@alignCast(c.malloc(@sizeOf(c.sluice_plugin_types_feature_t))));
+    dup(&f.name, "image");
+    f.dtype.is_some = false;
+    f.rank.is_some = true;
+    f.rank.val = 3;
+    return .{ .ptr = f, .len = 1 };
 }
 
 export fn exports_map_transform_info(ret: *c.map_transform_plugin_info_t) void {
@@ -94,8 +94,8 @@ export fn exports_sluice_plugin_map_element_method_instance_map(
         if (i != index) c.sluice_plugin_types_tensor_free(tensor);
     }
     c.free(element.ptr);
-    const out: [*c]c.sluice_plugin_types_tensor_t = @ptrCast(@alignCast(c.malloc(@sizeOf(c.sluice_plugin_types_tensor_t))));
-    out[0] = image;
+    const out: *c.sluice_plugin_types_tensor_t = @ptrCast(@alignCast(c.malloc(@sizeOf(c.sluice_plugin_types_tensor_t))));
+    out.* = image;
     ret.ptr = out;
     ret.len = 1;
     return true;

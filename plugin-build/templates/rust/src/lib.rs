@@ -9,7 +9,7 @@
 wit_bindgen::generate!({ path: "wit", world: "map-transform" });
 
 use exports::sluice::plugin::map_element::{Guest as MapGuest, GuestInstance, Instance};
-use sluice::plugin::types::{Element, Error, Feature, Kind, PluginInfo, Tensor, TensorData};
+use sluice::plugin::types::{Element, Error, Feature, Kind, Tensor, TensorData};
 
 /// SplitMix64, the generator of Sluice's SDKs: uniform in [0, 1) from 24 random bits.
 pub fn uniform(seed: u64) -> f32 {
@@ -105,6 +105,9 @@ impl GuestInstance for Solarize {
     }
 }
 
+// The exports only in the wasm32 build: their names (`sluice:plugin/...`) are not symbols a
+// native linker takes, and `cargo test` builds the crate natively.
+#[cfg(target_arch = "wasm32")]
 export!(Plugin);
 
 #[cfg(test)]
