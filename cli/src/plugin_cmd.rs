@@ -1,5 +1,7 @@
 //! `sluice plugin check PLUGIN`: property checks of a native or WASM plugin against its own
-//! declared contract (see `sluice_plugin_check`).
+//! declared contract (see `sluice_plugin_check`). `sluice plugin new --lang LANG NAME` and
+//! `sluice plugin build DIR`: a template project in any of the plugin languages, built with
+//! that language's own toolchain (see `sluice_plugin_build`).
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -19,6 +21,48 @@ pub(crate) struct PluginArgs {
 #[derive(Debug, Subcommand)]
 enum PluginCommand {
     Check(CheckArgs),
+    New(NewArgs),
+    Build(BuildArgs),
+}
+
+/// Write a template plugin project in NAME/ (a working transform, its WIT files, a
+/// manifest, a README and a test in the language's own test tool).
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  sluice plugin new --lang python myplug && sluice plugin build myplug
+  sluice plugin new --lang c myplug --dir plugins/myplug
+
+Languages: rust (cargo, wit-bindgen), c (clang, wasi-libc), python (componentize-py),
+js (componentize-js), zig (zig from PyPI's ziglang). See sdk/LANGUAGES.md.")]
+struct NewArgs {
+    /// The language: rust, c, python, js or zig.
+    #[arg(long)]
+    lang: String,
+    /// The plugin's name (letters, digits, `_`, `-`); the project's directory unless --dir.
+    name: String,
+    /// Where to write the project (default: ./NAME).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+/// Build a plugin project with its language's own toolchain; prints the built
+/// component's path on the last line.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Toolchains are looked up in $SLUICE_CLANG, $SLUICE_ZIG, $SLUICE_COMPONENTIZE_PY,
+$SLUICE_COMPONENTIZE_JS, $SLUICE_NODE, $SLUICE_CARGO (a path) first, then on PATH (zig
+also as python-zig), then in a JavaScript project's node_modules/.bin. Nothing is
+installed: a missing toolchain is an error naming the package to install.")]
+struct BuildArgs {
+    /// The project's directory (with its sluice-plugin.toml).
+    dir: PathBuf,
+    /// Where the component goes (default: DIR/build).
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    /// Build even when the component is newer than every source.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Check a plugin (native library or WASM module) against its declared contract.
@@ -73,9 +117,42 @@ struct CheckArgs {
 }
 
 /// Runs `sluice plugin ...`.
+fn run_new(a: &NewArgs) -> Result<ExitCode> {
+    let language: sluice_plugin_build::Language = a.lang.parse()?;
+    let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from(&a.name));
+    sluice_plugin_build::new_project(language, &a.name, &dir)?;
+    println!(
+        "wrote a {language} plugin project in {0}: build it with `sluice plugin build {0}`",
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_build(a: &BuildArgs) -> Result<ExitCode> {
+    let project = sluice_plugin_build::Project::open(&a.dir)?;
+    let options = sluice_plugin_build::BuildOptions {
+        out_dir: a.out_dir.clone(),
+        force: a.force,
+    };
+    eprintln!(
+        "building {} ({}, {})",
+        project.name(),
+        project.language(),
+        project.manifest.plugin.world
+    );
+    let built = sluice_plugin_build::build(&project, &options)?;
+    if !built.rebuilt {
+        eprintln!("up to date (--force rebuilds)");
+    }
+    println!("{}", built.path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) fn run(args: &PluginArgs) -> Result<ExitCode> {
     match &args.command {
         PluginCommand::Check(a) => run_check(a),
+        PluginCommand::New(a) => run_new(a),
+        PluginCommand::Build(a) => run_build(a),
     }
 }
 

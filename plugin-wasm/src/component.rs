@@ -256,14 +256,20 @@ pub(crate) struct ComponentPre {
     pre: InstancePre<Limiter>,
     world: World,
     exports: Exports,
+    /// For a component that imports WASI, the label of its log lines.
+    wasi: Option<String>,
 }
 
 /// How many core instances a component may make (its module and the shims wit-component
 /// adds).
 const MAX_CORE_INSTANCES: usize = 16;
 
-fn new_store(engine: &Engine, limits: WasmLimits) -> Store<Limiter> {
-    let mut store = Store::new(engine, Limiter::new(limits, MAX_CORE_INSTANCES));
+/// A store for one instance; with the sandboxed WASI of `wasi` (the plugin's label in the
+/// log) for a component that imports it.
+fn new_store(engine: &Engine, limits: WasmLimits, wasi: Option<&str>) -> Store<Limiter> {
+    let mut limiter = Limiter::new(limits, MAX_CORE_INSTANCES);
+    limiter.wasi = wasi.map(|label| Box::new(crate::wasi::Sandbox::new(label)));
+    let mut store = Store::new(engine, limiter);
     store.limiter(|l| l);
     store.set_epoch_deadline(limits.ticks());
     store
@@ -284,9 +290,11 @@ impl ComponentPre {
         };
         let engine = component.engine();
         let ty = component.component_type();
-        // The one import allowed: the worlds' `types` interface, which holds types only (no
-        // functions or resources: nothing to call). Everything else is refused.
+        // Imports allowed: the worlds' `types` interface, which holds types only (no functions
+        // or resources: nothing to call), and the sandboxed WASI 0.2 of src/wasi.rs. Everything
+        // else is refused.
         let mut refused = Vec::new();
+        let mut wasi = false;
         for (name, item) in ty.imports(engine) {
             let types_only = match &item.ty {
                 ComponentItem::ComponentInstance(instance) => instance
@@ -294,17 +302,19 @@ impl ComponentPre {
                     .all(|(_, item)| matches!(item.ty, ComponentItem::Type(_))),
                 _ => false,
             };
-            if !(types_only && sluice_interface(name) == Some(("types", true))) {
-                refused.push(format!("`{name}`"));
+            if types_only && sluice_interface(name) == Some(("types", true)) {
+                continue;
             }
+            // WASI 0.2, sandboxed (src/wasi.rs): what Python's and JavaScript's runtimes
+            // import.
+            if crate::wasi::provides(name) {
+                wasi = true;
+                continue;
+            }
+            refused.push(format!("`{name}`"));
         }
         if !refused.is_empty() {
-            return Err(load(format!(
-                "the component imports {}; plugins get no imports (no WASI: no files, network, \
-                 clock or environment; only the types of `{TYPES_INTERFACE}`). Build it \
-                 without WASI (sdk/WIT.md)",
-                refused.join(", ")
-            )));
+            return Err(load(crate::wasi::refused(&refused, TYPES_INTERFACE)));
         }
         let exports: Vec<String> = ty
             .exports(engine)
@@ -371,8 +381,14 @@ impl ComponentPre {
         let mut linker = Linker::<Limiter>::new(engine);
         for (name, _) in ty.imports(engine) {
             // The types interface (checked above): nothing to provide but its name.
-            linker.instance(name).map_err(|e| load(format!("{e:#}")))?;
+            if sluice_interface(name) == Some(("types", true)) {
+                linker.instance(name).map_err(|e| load(format!("{e:#}")))?;
+            }
         }
+        if wasi {
+            crate::wasi::add_to_linker(&mut linker).map_err(|e| load(format!("{e:#}")))?;
+        }
+        let wasi = wasi.then(|| crate::wasi::label(path));
         let pre = linker
             .instantiate_pre(component)
             .map_err(|e| load(format!("{e:#}")))?;
@@ -380,9 +396,10 @@ impl ComponentPre {
             pre,
             world,
             exports,
+            wasi,
         };
         // A probe instance: the types of every export, then the metadata.
-        let mut store = new_store(engine, limits);
+        let mut store = new_store(engine, limits, me.wasi.as_deref());
         let instance = me
             .pre
             .instantiate(&mut store)
@@ -460,7 +477,7 @@ impl ComponentPre {
         config: &[u8],
         limits: WasmLimits,
     ) -> std::result::Result<ComponentInstance, String> {
-        let mut store = new_store(self.pre.engine(), limits);
+        let mut store = new_store(self.pre.engine(), limits, self.wasi.as_deref());
         let instance = self
             .pre
             .instantiate(&mut store)
@@ -595,6 +612,7 @@ impl ComponentInstance {
                     .typed::<MapParams<'_>, MapResults>(&self.store)
                     .map_err(|e| broken(format!("{e:#}")))?;
                 for (i, (input, &seed)) in inputs.iter().zip(seeds).enumerate() {
+                    crate::wasi::reseed(self.store.data_mut(), &[seed]);
                     let (out,) = f
                         .call(&mut self.store, (handle, input, seed))
                         .map_err(|e| self.trap(&e))?;
@@ -611,6 +629,7 @@ impl ComponentInstance {
                     .typed::<MapParams<'_>, FilterResults>(&self.store)
                     .map_err(|e| broken(format!("{e:#}")))?;
                 for (i, (input, &seed)) in inputs.iter().zip(seeds).enumerate() {
+                    crate::wasi::reseed(self.store.data_mut(), &[seed]);
                     let (keep,) = f
                         .call(&mut self.store, (handle, input, seed))
                         .map_err(|e| self.trap(&e))?;
@@ -627,6 +646,7 @@ impl ComponentInstance {
                     .call
                     .typed(&self.store)
                     .map_err(|e| broken(format!("{e:#}")))?;
+                crate::wasi::reseed(self.store.data_mut(), seeds);
                 let (outs,) = f
                     .call(&mut self.store, (handle, inputs, seeds))
                     .map_err(|e| self.trap(&e))?;

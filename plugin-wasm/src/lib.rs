@@ -45,9 +45,11 @@ mod component;
 mod engine;
 mod limits;
 mod plugin;
+mod wasi;
 
 pub use cache::{CacheOutcome, compile, compile_component, default_cache_dir};
 pub use component::{WORLD_PACKAGE, is_component};
 pub use engine::engine;
 pub use limits::{DEFAULT_MEMORY_BYTES, DEFAULT_TIME, MIN_MEMORY_BYTES, TICK, WasmLimits};
 pub use plugin::{WasmFormat, WasmOptions, WasmPlugin};
+pub use wasi::{LOG_BUDGET, MONOTONIC_STEP_NS, WALL_CLOCK_SECONDS};

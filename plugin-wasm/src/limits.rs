@@ -134,6 +134,8 @@ pub(crate) struct Limiter {
     /// Most core instances in the store: 1 for a core module; a component's module and
     /// the shims wit-component adds.
     pub(crate) instances: usize,
+    /// The instance's WASI, for a component that imports it (`crate::wasi`).
+    pub(crate) wasi: Option<Box<crate::wasi::Sandbox>>,
 }
 
 impl Limiter {
@@ -143,6 +145,7 @@ impl Limiter {
             memory_bytes: usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX),
             refused: false,
             instances,
+            wasi: None,
         }
     }
 }
