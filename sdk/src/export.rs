@@ -1,15 +1,18 @@
 //! What [`export_plugin!`](crate::export_plugin) expands to: the C ABI's entry points for one
 //! [`Plugin`] type. Plugin authors do not use this module directly.
 //!
-//! This is the SDK's one module with `unsafe` code: turning the host's pointers into slices,
+//! With [`crate::lent`], the SDK's `unsafe` code: turning the host's pointers into slices,
 //! and the allocator entry points. Each block says why it is sound.
 
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use crate::abi::lent::{ElementView, Outputs};
 use crate::abi::{ABI_VERSION, status};
-use crate::plugin::{Config, Plugin, PluginInfo, process_into};
+use crate::error::Error;
+use crate::lent::{Sink, elements_from_c};
+use crate::plugin::{Config, Plugin, PluginInfo, process_into, process_lent};
 
 /// One live instance: the plugin and the buffers of its last call.
 struct Instance<P> {
@@ -204,6 +207,55 @@ impl<P: Plugin> Exports<P> {
         }
     }
 
+    /// `sluice_process_lent` (ABI version 2): runs one call on tensors the host lends in
+    /// place, the outputs written into the host's buffers (`sdk/ABI.md` §11); on failure the
+    /// message is at `sluice_error_ptr`. The instance's output buffer is emptied.
+    ///
+    /// # Safety
+    /// The pointers must be as ABI.md §11 describes: `elements` valid for `n_elements`
+    /// element views (their tensors, names, dims and values readable and unchanged),
+    /// `seeds` (8-byte aligned) for `n_seeds` values, and `outputs` a valid
+    /// `sluice_outputs` whose allocator follows §11.4, all during the call.
+    pub unsafe fn process_lent(
+        &self,
+        handle: u32,
+        elements: *const ElementView,
+        n_elements: usize,
+        seeds: *const u64,
+        n_seeds: usize,
+        outputs: *const Outputs,
+    ) -> i32 {
+        let Some(instance) = self.instance(handle) else {
+            return status::UNKNOWN_INSTANCE;
+        };
+        let mut guard = instance.lock().unwrap_or_else(PoisonError::into_inner);
+        let instance = &mut *guard;
+        instance.output.clear();
+        let info = &self.info().0;
+        // SAFETY: this function's caller guarantees the pointers (`# Safety`).
+        let result = unsafe {
+            process_lent_raw(
+                &mut instance.plugin,
+                info,
+                elements,
+                n_elements,
+                seeds,
+                n_seeds,
+                outputs,
+            )
+        };
+        match result {
+            Ok(()) => {
+                instance.error.clear();
+                status::OK
+            }
+            Err((code, message)) => {
+                instance.error = message.into_bytes();
+                code
+            }
+        }
+    }
+
     fn with_buffer<T>(&self, handle: u32, f: impl Fn(&Instance<P>) -> T, none: T) -> T {
         match self.instance(handle) {
             Some(i) => f(&i.lock().unwrap_or_else(PoisonError::into_inner)),
@@ -255,6 +307,66 @@ impl<P: Plugin> Exports<P> {
     }
 }
 
+/// One `sluice_process_lent` call on `plugin` (what [`Exports::process_lent`] runs on an
+/// instance, and what an in-process host runs directly): the host's pointers checked and
+/// read as ABI.md §11 says, then the lent path ([`crate::Plugin::map_lent`] or
+/// [`crate::Plugin::filter_lent`]) with panics caught. `Err` is a status code and its
+/// message.
+///
+/// # Safety
+/// As [`Exports::process_lent`].
+pub unsafe fn process_lent_raw<P: Plugin>(
+    plugin: &mut P,
+    info: &PluginInfo,
+    elements: *const ElementView,
+    n_elements: usize,
+    seeds: *const u64,
+    n_seeds: usize,
+    outputs: *const Outputs,
+) -> Result<(), (i32, String)> {
+    let fail = |e: Error| (e.status(), e.to_string());
+    let invalid = |m: &str| fail(Error::invalid_input(m));
+    let seeds: &[u64] = if n_seeds == 0 {
+        &[]
+    } else if seeds.is_null() {
+        return Err(invalid("seeds pointer is null"));
+    } else if !(seeds as usize).is_multiple_of(std::mem::align_of::<u64>()) {
+        return Err(invalid("seeds pointer is not 8-byte aligned"));
+    } else {
+        // SAFETY: the caller guarantees `seeds` is valid for `n_seeds` u64 reads during the
+        // call; it is non-null and aligned (checked above).
+        unsafe { std::slice::from_raw_parts(seeds, n_seeds) }
+    };
+    if outputs.is_null() || !(outputs as usize).is_multiple_of(std::mem::align_of::<Outputs>()) {
+        return Err(invalid("the outputs pointer is null or misaligned"));
+    }
+    // SAFETY: non-null and aligned (checked above); the caller guarantees it points to a
+    // valid `sluice_outputs` for the call.
+    let outputs: &Outputs = unsafe { &*outputs };
+    let keep: &mut [u8] = if n_elements == 0 {
+        &mut []
+    } else if outputs.keep.is_null() {
+        return Err(invalid("the keep flags pointer is null"));
+    } else {
+        // SAFETY: ABI.md §11.3: `keep` is `n_elements` bytes the host lends the plugin,
+        // writable and used by nothing else during the call (non-null: checked above).
+        unsafe { std::slice::from_raw_parts_mut(outputs.keep, n_elements) }
+    };
+    match catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the caller guarantees the element views (`# Safety`); the views made
+        // here do not outlive this call.
+        let elements = unsafe { elements_from_c(elements, n_elements) }?;
+        process_lent(plugin, info, &elements, seeds, Sink::Host(outputs), keep)
+    })) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(fail(e)),
+        Err(panic) => Err((
+            status::PANIC,
+            format!("panicked: {}", panic_text(panic.as_ref())),
+        )),
+    }
+}
+
 /// `sluice_alloc`: `len` bytes, 8-byte aligned, for the host to write an input into (WASM
 /// hosts need it; native hosts may pass their own memory). Null when out of memory.
 pub fn alloc(len: usize) -> *mut u8 {
@@ -281,10 +393,10 @@ pub unsafe fn free(ptr: *mut u8, len: usize) {
     drop(unsafe { Vec::from_raw_parts(ptr.cast::<u64>(), 0, words) });
 }
 
-/// Exports the C ABI (`sdk/ABI.md`) for a [`Plugin`] type: `sluice_abi_version`,
+/// Exports the C ABI (`sdk/ABI.md`, version 2) for a [`Plugin`] type: `sluice_abi_version`,
 /// `sluice_info_ptr` / `_len`, `sluice_alloc`, `sluice_free`, `sluice_init`,
-/// `sluice_process`, `sluice_output_ptr` / `_len`, `sluice_error_ptr` / `_len` and
-/// `sluice_destroy`. Use it once per cdylib; the crate then builds as a native plugin
+/// `sluice_process`, `sluice_process_lent`, `sluice_output_ptr` / `_len`,
+/// `sluice_error_ptr` / `_len` and `sluice_destroy`. Use it once per cdylib; the crate then builds as a native plugin
 /// (`crate-type = ["cdylib"]`) and for `wasm32-unknown-unknown` unchanged.
 ///
 /// The exported functions carry `#[allow(unsafe_code)]` (exported symbols are `unsafe` in
@@ -362,6 +474,28 @@ macro_rules! export_plugin {
         ) -> i32 {
             // SAFETY: the host's input and seed buffers are valid for the call (ABI.md).
             unsafe { __SLUICE_EXPORTS.process(instance, input, input_len, seeds, n_seeds) }
+        }
+
+        /// Runs one call on lent tensors, outputs into host buffers (`sluice_process_lent`,
+        /// ABI version 2).
+        ///
+        /// # Safety
+        /// The pointers must be as `sdk/ABI.md` §11 describes, valid during the call.
+        #[allow(unsafe_code)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn sluice_process_lent(
+            instance: u32,
+            elements: *const $crate::abi::lent::ElementView,
+            n_elements: usize,
+            seeds: *const u64,
+            n_seeds: usize,
+            outputs: *const $crate::abi::lent::Outputs,
+        ) -> i32 {
+            // SAFETY: the host's views, seeds and outputs are valid for the call (ABI.md §11).
+            unsafe {
+                __SLUICE_EXPORTS
+                    .process_lent(instance, elements, n_elements, seeds, n_seeds, outputs)
+            }
         }
 
         /// The last call's output (`sluice_output_ptr`).

@@ -67,9 +67,15 @@ pub mod abi;
 mod error;
 #[allow(unsafe_code)]
 pub mod export;
+#[allow(unsafe_code)]
+pub mod lent;
 mod plugin;
 pub mod wire;
 
 pub use error::{Error, Result};
-pub use plugin::{Config, Feature, Kind, Plugin, PluginInfo, Rng, process, process_into};
+pub use lent::{DataMut, DataRef, ElementRef, Outputs, TensorRef};
+pub use plugin::{
+    Config, Feature, Kind, Plugin, PluginInfo, Rng, map_lent_via_map, process, process_into,
+    run_map_lent,
+};
 pub use wire::{DType, Data, Element, Entry, Tensor};
