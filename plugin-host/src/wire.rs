@@ -20,45 +20,52 @@ pub(crate) fn sdk_dtype(d: CoreDType) -> DType {
     }
 }
 
-/// The input batch buffer for `elements`: the declared input features (all dense features
-/// when none are declared), after checking the input contract ([`Error::Contract`]);
-/// `buf` is reused for its memory.
-pub fn encode(info: &PluginInfo, elements: &[Element], buf: Vec<u8>) -> Result<Vec<u8>> {
-    let contract = |e: &Element, message: String| Error::Contract {
+/// The tensors of `e` a call sends (by the wire or lent): the declared input features after
+/// checking the input contract, or every dense feature when none are declared
+/// ([`Error::Contract`] for a missing, mistyped or ragged one).
+pub fn inputs<'e>(info: &'e PluginInfo, e: &'e Element) -> Result<Vec<(&'e str, &'e Tensor)>> {
+    let contract = |message: String| Error::Contract {
         plugin: info.name.clone(),
         element: e.id().to_string(),
         message,
     };
+    if info.inputs.is_empty() {
+        let mut all = Vec::new();
+        for (name, value) in e.iter() {
+            match value {
+                Value::Dense(t) => all.push((name, t)),
+                Value::Ragged(_) => {
+                    return Err(contract(format!(
+                        "feature {name:?} is ragged; plugins take dense tensors"
+                    )));
+                }
+            }
+        }
+        return Ok(all);
+    }
+    for f in &info.inputs {
+        check_feature(f, e).map_err(contract)?;
+    }
+    Ok(info
+        .inputs
+        .iter()
+        .map(|f| (f.name.as_str(), e.tensor(&f.name).expect("checked above")))
+        .collect())
+}
+
+/// The input batch buffer for `elements`: the declared input features (all dense features
+/// when none are declared), after checking the input contract ([`Error::Contract`]);
+/// `buf` is reused for its memory.
+pub fn encode(info: &PluginInfo, elements: &[Element], buf: Vec<u8>) -> Result<Vec<u8>> {
+    let mut all = Vec::with_capacity(elements.len());
     let mut size = 0;
     for e in elements {
-        for f in &info.inputs {
-            check_feature(f, e).map_err(|m| contract(e, m))?;
-        }
+        all.push(inputs(info, e)?);
         size += e.nbytes() + 64;
     }
     let parents: Vec<u32> = (0..elements.len() as u32).collect();
     let mut enc = Encoder::reusing(buf, &parents, size);
-    for e in elements {
-        let tensors: Vec<(&str, &Tensor)> = if info.inputs.is_empty() {
-            let mut all = Vec::new();
-            for (name, value) in e.iter() {
-                match value {
-                    Value::Dense(t) => all.push((name, t)),
-                    Value::Ragged(_) => {
-                        return Err(contract(
-                            e,
-                            format!("feature {name:?} is ragged; plugins take dense tensors"),
-                        ));
-                    }
-                }
-            }
-            all
-        } else {
-            info.inputs
-                .iter()
-                .map(|f| (f.name.as_str(), e.tensor(&f.name).expect("checked above")))
-                .collect()
-        };
+    for tensors in all {
         enc.element(tensors.len() as u32);
         for (name, t) in tensors {
             write_tensor(&mut enc, name, t);
