@@ -9,9 +9,17 @@
 //! Noise values come from a 4096-entry table of standard normal quantiles (computed once at
 //! `init` with Acklam's inverse-CDF approximation), indexed by 12 random bits each: five
 //! draws per 64-bit random number, the same bits on every platform and in wasm32.
+//!
+//! Both paths of the SDK: `map_lent` (native hosts of ABI version 2) reads the image where
+//! the host keeps it and writes the noisy values straight into the host's output buffer (no
+//! copy; an element skipped by `p` is not written at all), and `map` (the wire path: WASM,
+//! older hosts) adds the noise in place to the decoded image. Both give the same bits.
 #![deny(unsafe_code)]
 
-use sluice_sdk::{Config, Data, Element, Error, Feature, Kind, Plugin, PluginInfo, Result, Rng};
+use sluice_sdk::{
+    Config, Data, DataRef, Element, ElementRef, Error, Feature, Kind, Outputs, Plugin, PluginInfo,
+    Result, Rng,
+};
 
 /// Entries in the quantile table (a power of two: indexed by 12 bits).
 const TABLE: usize = 4096;
@@ -132,6 +140,44 @@ impl GaussianNoise {
             bits >>= 12;
         }
     }
+
+    /// [`GaussianNoise::add`] from `src` into `dst` (of the same length): the same draws in
+    /// the same order, so the same bits.
+    fn add_into<T: Copy>(
+        &self,
+        src: &[T],
+        dst: &mut [T],
+        scale: f32,
+        rng: &mut Rng,
+        f: impl Fn(T, f32) -> T,
+    ) {
+        let sigma = self.sigma * scale;
+        let mut out = dst.chunks_exact_mut(5);
+        let mut values = src.chunks_exact(5);
+        for (o, v) in (&mut out).zip(&mut values) {
+            let mut bits = rng.next_u64();
+            for (o, &v) in o.iter_mut().zip(v) {
+                *o = f(v, sigma * self.quantiles[(bits & 0xfff) as usize]);
+                bits >>= 12;
+            }
+        }
+        let mut bits = rng.next_u64();
+        for (o, &v) in out.into_remainder().iter_mut().zip(values.remainder()) {
+            *o = f(v, sigma * self.quantiles[(bits & 0xfff) as usize]);
+            bits >>= 12;
+        }
+    }
+}
+
+/// A `u8` value plus noise `n` (in 1/255 units times 255), rounded half up and saturated:
+/// `+ 0.5` then a truncating, saturating conversion (no libm `round` call; one instruction
+/// natively and in wasm32).
+fn noisy_u8(x: u8, n: f32) -> u8 {
+    ((f32::from(x) + n + 0.5).max(0.0) as i32).min(255) as u8
+}
+
+fn wrong_dtype(dtype: sluice_sdk::DType) -> Error {
+    Error::invalid_input(format!("`image` must be u8, f32 or f64, got {dtype}"))
 }
 
 impl Plugin for GaussianNoise {
@@ -167,19 +213,40 @@ impl Plugin for GaussianNoise {
         match &mut image.data {
             Data::F32(v) => self.add(v, 1.0, rng, |x, n| x + n),
             Data::F64(v) => self.add(v, 1.0, rng, |x, n| x + f64::from(n)),
-            // Rounded half up, saturated: `+ 0.5` then a truncating, saturating conversion
-            // (no libm `round` call; one instruction natively and in wasm32).
-            Data::U8(v) => self.add(v, 255.0, rng, |x, n| {
-                ((f32::from(x) + n + 0.5).max(0.0) as i32).min(255) as u8
-            }),
-            other => {
-                return Err(Error::invalid_input(format!(
-                    "`image` must be u8, f32 or f64, got {}",
-                    other.dtype()
-                )));
-            }
+            Data::U8(v) => self.add(v, 255.0, rng, noisy_u8),
+            other => return Err(wrong_dtype(other.dtype())),
         }
         Ok(element)
+    }
+
+    fn map_lent(
+        &mut self,
+        element: &ElementRef<'_>,
+        out: &mut Outputs<'_>,
+        rng: &mut Rng,
+    ) -> Result<()> {
+        if self.p < 1.0 && rng.f32() >= self.p {
+            // Unchanged: nothing written, so the host keeps the image as it is.
+            return Ok(());
+        }
+        let image = element
+            .get("image")
+            .ok_or_else(|| Error::invalid_input("no `image` feature"))?;
+        match image.data {
+            DataRef::F32(src) => {
+                self.add_into(src, out.f32("image", image.shape)?, 1.0, rng, |x, n| x + n)
+            }
+            DataRef::F64(src) => {
+                self.add_into(src, out.f64("image", image.shape)?, 1.0, rng, |x, n| {
+                    x + f64::from(n)
+                })
+            }
+            DataRef::U8(src) => {
+                self.add_into(src, out.u8("image", image.shape)?, 255.0, rng, noisy_u8)
+            }
+            other => return Err(wrong_dtype(other.dtype())),
+        }
+        Ok(())
     }
 }
 
@@ -255,5 +322,41 @@ mod tests {
             .map(image(Data::I64(vec![1]), vec![]), &mut Rng::new(1))
             .unwrap_err();
         assert!(err.to_string().contains("u8, f32 or f64"), "{err}");
+        let err =
+            sluice_sdk::run_map_lent(&mut p, image(Data::I64(vec![1]), vec![]), &mut Rng::new(1))
+                .unwrap_err();
+        assert!(err.to_string().contains("u8, f32 or f64"), "{err}");
+    }
+
+    /// Bits of the values, so NaN-free comparisons are exact.
+    fn bits(e: &Element) -> Vec<u64> {
+        match &e.get("image").unwrap().data {
+            Data::U8(v) => v.iter().map(|&x| u64::from(x)).collect(),
+            Data::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+            Data::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_lent_path_gives_the_bits_of_the_owned_path() {
+        for config in [&br#"{"sigma": 0.1}"#[..], br#"{"sigma": 0.3, "p": 0.5}"#] {
+            let mut p =
+                <GaussianNoise as Plugin>::new(&Config::from_bytes(config).unwrap()).unwrap();
+            // 7 values: a remainder after the chunks of five.
+            for data in [
+                Data::F32((0..21).map(|i| i as f32 / 21.0).collect()),
+                Data::F64((0..21).map(|i| f64::from(i) / 21.0).collect()),
+                Data::U8((0..21).map(|i| (i * 12) as u8).collect()),
+            ] {
+                let e = image(data, vec![7, 1, 3]);
+                for seed in 0..20 {
+                    let owned = p.map(e.clone(), &mut Rng::new(seed)).unwrap();
+                    let lent =
+                        sluice_sdk::run_map_lent(&mut p, e.clone(), &mut Rng::new(seed)).unwrap();
+                    assert_eq!(bits(&owned), bits(&lent), "seed {seed}");
+                }
+            }
+        }
     }
 }
