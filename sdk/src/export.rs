@@ -630,6 +630,110 @@ mod tests {
         assert_eq!(code, status::UNKNOWN_INSTANCE);
     }
 
+    /// A host allocator for the tests: each buffer a fresh `Vec<u64>` kept in `ctx`.
+    unsafe extern "C" fn test_alloc(
+        ctx: *mut std::ffi::c_void,
+        _element: u32,
+        _name: *const u8,
+        _name_len: usize,
+        dtype: u8,
+        rank: u8,
+        dims: *const u64,
+    ) -> *mut u8 {
+        // SAFETY: the tests pass a `RefCell<Vec<Vec<u64>>>` as `ctx`, alive for the call.
+        let buffers = unsafe { &*ctx.cast::<std::cell::RefCell<Vec<Vec<u64>>>>() };
+        // SAFETY: the SDK passes `rank` dims, valid during the call.
+        let dims = unsafe { host_bytes(dims.cast(), 8 * usize::from(rank)) };
+        let count: u64 = dims
+            .chunks_exact(8)
+            .map(|d| u64::from_le_bytes(d.try_into().unwrap()))
+            .product();
+        let size = crate::DType::from_code(dtype)
+            .and_then(crate::DType::size)
+            .unwrap() as u64;
+        let mut buf = vec![0u64; (count * size).div_ceil(8).max(1) as usize];
+        let ptr = buf.as_mut_ptr().cast::<u8>();
+        buffers.borrow_mut().push(buf);
+        ptr
+    }
+
+    #[test]
+    fn the_lent_entry_point_follows_the_abi() {
+        use crate::abi::lent::{ElementView, Outputs, TensorView};
+        static E: Exports<Boom> = Exports::new();
+        let good = br#"{"limit": 5}"#;
+        // SAFETY: `good` is a live byte string of `good.len()` bytes.
+        let h = unsafe { E.init(good.as_ptr(), good.len()) };
+        let buffers = std::cell::RefCell::new(Vec::<Vec<u64>>::new());
+        let mut keep = [crate::abi::lent::KEEP_UNSET; 1];
+        let outputs = Outputs {
+            ctx: std::ptr::from_ref(&buffers).cast_mut().cast(),
+            alloc: test_alloc,
+            keep: keep.as_mut_ptr(),
+        };
+        let call = |handle: u32, v: i64, seeds: &[u64]| {
+            let value = [v];
+            let tensors = [TensorView {
+                name: b"x".as_ptr(),
+                name_len: 1,
+                dims: std::ptr::null(),
+                data: value.as_ptr().cast(),
+                count: 1,
+                dtype: 3,
+                rank: 0,
+                reserved: [0; 6],
+            }];
+            let elements = [ElementView {
+                tensors: tensors.as_ptr(),
+                n_tensors: 1,
+            }];
+            // SAFETY: every pointer is to a live local of the stated length, and `outputs`'
+            // allocator follows ABI.md §11.4.
+            unsafe {
+                E.process_lent(
+                    handle,
+                    elements.as_ptr(),
+                    1,
+                    seeds.as_ptr(),
+                    seeds.len(),
+                    &outputs,
+                )
+            }
+        };
+        // `Boom` implements `map` only: the default lent path copies the changed tensors
+        // (none here: it returns its input) into host buffers.
+        assert_eq!(call(h, 3, &[1]), status::OK);
+        assert_eq!(E.output_len(h), 0);
+        assert!(
+            buffers.borrow().is_empty(),
+            "an unchanged element writes nothing"
+        );
+        for (v, want, says) in [
+            (7, status::PLUGIN_ERROR, "7 is over the limit"),
+            (11, status::PANIC, "panicked: way over the limit"),
+        ] {
+            assert_eq!(call(h, v, &[1]), want);
+            let msg = text(E.error_ptr(h), E.error_len(h));
+            assert!(msg.contains(says), "{msg}");
+        }
+        assert_eq!(call(h, 3, &[]), status::INVALID_INPUT);
+        assert!(text(E.error_ptr(h), E.error_len(h)).contains("1 elements but 0 seeds"));
+        // SAFETY: a null `outputs` is refused before anything is read.
+        let code = unsafe {
+            E.process_lent(
+                h,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(code, status::INVALID_INPUT);
+        E.destroy(h);
+        assert_eq!(call(h, 3, &[1]), status::UNKNOWN_INSTANCE);
+    }
+
     #[test]
     fn alloc_and_free_round_trip() {
         for len in [0, 1, 7, 8, 9, 1000] {
