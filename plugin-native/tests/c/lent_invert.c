@@ -6,7 +6,8 @@
  * It inverts the u8 feature `image` (x -> 255 - x) of the elements whose seed is odd after
  * SplitMix64, and leaves the others unchanged (the wire path answers 0xFFFFFFFF for them, the
  * lent path writes nothing). For the load tests, -DOMIT_LENT leaves the lent function out of
- * a version-2 build, and -DINFO_ABI=N makes the metadata say version N.
+ * a version-2 build, -DINFO_ABI=N makes the metadata say version N, and -DLENT_DISAGREES
+ * makes the lent path write 254 - x (a bug `sluice plugin check` must catch).
  *
  * Configuration: `{}`, or `{"mode":M}` with M one of
  *   "decline"  every lent call returns DECLINED (6): the host takes the wire path;
@@ -383,7 +384,11 @@ i32 sluice_process_lent(u32 h, const sluice_element_view *elements, usize n, con
         }
         u8 *dst = out->alloc(out->ctx, (u32)i, (const u8 *)"image", 5, DT_U8, image->rank, image->dims);
         if (!dst) return fail(inst, PLUGIN_ERROR, "the host refused an output buffer");
+#ifdef LENT_DISAGREES
+        for (u64 k = 0; k < image->count; k++) dst[k] = (u8)(254 - image->data[k]);
+#else
         for (u64 k = 0; k < image->count; k++) dst[k] = (u8)(255 - image->data[k]);
+#endif
     }
     if (inst->mode == FAIL) return fail(inst, PLUGIN_ERROR, "failing on request");
     return OK;
