@@ -166,7 +166,7 @@ unsafe extern "C" fn alloc_output(
             Err(format!(
                 "element {element}: a null name or dims pointer for an output"
             ))
-        } else if !(dims as usize).is_multiple_of(std::mem::align_of::<u64>()) {
+        } else if rank > 0 && !(dims as usize).is_multiple_of(std::mem::align_of::<u64>()) {
             Err(format!(
                 "element {element}: the dims pointer is not 8-byte aligned"
             ))
