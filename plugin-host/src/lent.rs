@@ -242,7 +242,7 @@ pub struct LentOutput {
 impl<'a> LentCall<'a> {
     /// A call of a `kind` plugin on `inputs` (per element: the tensors to lend, by feature
     /// name) with one seed per element. `None` when a tensor holds byte strings, which are
-    /// never lent (the call takes the wire path).
+    /// never lent, or has more than 255 dimensions (the call takes the wire path).
     pub fn new(
         kind: Kind,
         inputs: &[Vec<(&'a str, &'a Tensor)>],
@@ -256,6 +256,7 @@ impl<'a> LentCall<'a> {
         for element in inputs {
             let mut names = Vec::with_capacity(element.len());
             for &(name, t) in element {
+                let rank = u8::try_from(t.rank()).ok()?;
                 let data: *const u8 = match t.data() {
                     TensorData::U8(v) => v.as_ptr(),
                     TensorData::I32(v) => v.as_ptr().cast(),
@@ -274,7 +275,7 @@ impl<'a> LentCall<'a> {
                     data,
                     count: t.len() as u64,
                     dtype: sdk_dtype(t.dtype()).code(),
-                    rank: t.rank() as u8,
+                    rank,
                     reserved: [0; 6],
                 });
             }
