@@ -10,6 +10,7 @@ use proptest::test_runner::{
     Config as RunnerConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
 use sluice_core::{Element, Tensor, TensorData};
+use sluice_plugins::host::{CallPath, Lent, LentCall};
 use sluice_plugins::testing::digest;
 use sluice_plugins::wasm::DEFAULT_MEMORY_BYTES;
 use sluice_plugins::{Backend, NativePlugin, PluginStage, WasmLimits, WasmOptions, WasmPlugin};
@@ -217,6 +218,10 @@ pub fn check(path: &Path, options: &CheckOptions) -> sluice_plugins::Result<Repo
             _ => Ok(()),
         }),
     );
+    add(
+        "lent_agrees_with_wire",
+        lent_agrees_with_wire(&backend, options, &info),
+    );
     if options.malformed {
         add("malformed_input", malformed(&*backend, options, &info));
     } else {
@@ -277,6 +282,164 @@ pub fn check(path: &Path, options: &CheckOptions) -> sluice_plugins::Result<Repo
     })
 }
 
+/// (ABI version 2) The lent path and the wire path give the same outputs (or both fail).
+fn lent_agrees_with_wire(
+    backend: &Arc<dyn Backend>,
+    options: &CheckOptions,
+    info: &PluginInfo,
+) -> Outcome {
+    if !backend.lends() {
+        return Outcome::Skipped {
+            reason: "no lent path (ABI version 1, or a WASM module)".into(),
+        };
+    }
+    if matches!(info.kind, Kind::FlatMap | Kind::Batch) {
+        return Outcome::Skipped {
+            reason: "flat_map and batch plugins take the wire path".into(),
+        };
+    }
+    let stages = PluginStage::with_path(Arc::clone(backend), &options.config, CallPath::Lent)
+        .and_then(|lent| {
+            PluginStage::with_path(Arc::clone(backend), &options.config, CallPath::Wire)
+                .map(|wire| (lent, wire))
+        });
+    let (lent, wire) = match stages {
+        Ok(pair) => pair,
+        Err(e) => {
+            return Outcome::Fail {
+                message: e.to_string(),
+                minimal_case: None,
+            };
+        }
+    };
+    property(info, options, |c| {
+        match (call(&lent, &c.elements), call(&wire, &c.elements)) {
+            (Ok((a, _)), Ok((b, _))) if outputs_digest(&a) != outputs_digest(&b) => Err(
+                "the lent path (sluice_process_lent) and the wire path (sluice_process) gave \
+             different outputs for the same elements and seeds"
+                    .into(),
+            ),
+            (Ok(_), Err(e)) => Err(format!(
+                "the lent path succeeded, the wire path failed: {e}"
+            )),
+            (Err(e), Ok(_)) => Err(format!(
+                "the wire path succeeded, the lent path failed: {e}"
+            )),
+            _ => Ok(()),
+        }
+    })
+}
+
+/// A call's elements as the tensors to lend, by name.
+type LentElements = Vec<Vec<(String, Tensor)>>;
+
+/// Damaged lent calls (ABI version 2) sent straight to an instance: each must get an error
+/// status (or be declined), never a success, trap or crash. `None` when the plugin has no
+/// lent path.
+fn malformed_lent(
+    backend: &dyn Backend,
+    config: &[u8],
+    info: &PluginInfo,
+    elements: &[Element],
+) -> Option<Outcome> {
+    if !backend.lends() || matches!(info.kind, Kind::FlatMap | Kind::Batch) {
+        return None;
+    }
+    let tensors = |e: &Element| -> Vec<(String, Tensor)> {
+        e.iter()
+            .filter_map(|(n, v)| v.as_dense().map(|t| (n.to_string(), t.clone())))
+            .collect()
+    };
+    let good: LentElements = elements.iter().map(tensors).collect();
+    let seeds: Vec<u64> = (0..elements.len() as u64).collect();
+    let mut damaged: Vec<(String, LentElements, Vec<u64>)> = vec![(
+        "a lent call with one seed too few".into(),
+        good.clone(),
+        seeds[1..].to_vec(),
+    )];
+    if let Some(f) = info.inputs.first() {
+        let without: LentElements = good
+            .iter()
+            .map(|e| e.iter().filter(|(n, _)| *n != f.name).cloned().collect())
+            .collect();
+        damaged.push((
+            format!("a lent call without the declared input {:?}", f.name),
+            without,
+            seeds.clone(),
+        ));
+        if let Some(dtype) = f.dtype {
+            let other = if dtype == DType::I64 {
+                TensorData::F64(vec![0.5].into())
+            } else {
+                TensorData::I64(vec![7].into())
+            };
+            let retyped: LentElements = good
+                .iter()
+                .map(|e| {
+                    e.iter()
+                        .map(|(n, t)| {
+                            if *n == f.name {
+                                let t = Tensor::new(&[1], other.clone()).expect("one value");
+                                (n.clone(), t)
+                            } else {
+                                (n.clone(), t.clone())
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            damaged.push((
+                format!(
+                    "a lent call with the declared input {:?} of another dtype",
+                    f.name
+                ),
+                retyped,
+                seeds.clone(),
+            ));
+        }
+    }
+    for (what, elements, seeds) in damaged {
+        let mut instance = match backend.instantiate(config) {
+            Ok(i) => i,
+            Err(e) => {
+                return Some(Outcome::Fail {
+                    message: e.to_string(),
+                    minimal_case: None,
+                });
+            }
+        };
+        let inputs: Vec<Vec<(&str, &Tensor)>> = elements
+            .iter()
+            .map(|e| e.iter().map(|(n, t)| (n.as_str(), t)).collect())
+            .collect();
+        // Byte strings are never lent: nothing to damage on the lent path.
+        let Some(mut call) = LentCall::new(info.kind, &inputs, &seeds) else {
+            continue;
+        };
+        match instance.call_lent(&mut call) {
+            Ok(Lent::Done) => {
+                return Some(Outcome::Fail {
+                    message: format!(
+                        "{what} was accepted (status OK); it must be refused with an error status"
+                    ),
+                    minimal_case: None,
+                });
+            }
+            Err(f) if f.status == "panic" => {
+                return Some(Outcome::Fail {
+                    message: format!(
+                        "{what}: the plugin crashed ({}: {}) instead of returning an error status",
+                        f.status, f.message
+                    ),
+                    minimal_case: None,
+                });
+            }
+            Ok(Lent::Declined(_)) | Err(_) => {}
+        }
+    }
+    None
+}
+
 /// Damaged batch buffers sent straight to an instance: each must get an error status.
 fn malformed(backend: &dyn Backend, options: &CheckOptions, info: &PluginInfo) -> Outcome {
     let config = options.config.to_string().into_bytes();
@@ -329,6 +492,9 @@ fn malformed(backend: &dyn Backend, options: &CheckOptions, info: &PluginInfo) -
         }
     }
     let good = encoder.finish();
+    if let Some(failed) = malformed_lent(backend, &config, info, &elements) {
+        return failed;
+    }
     let seeds: Vec<u64> = (0..elements.len() as u64).collect();
     let mut damaged: Vec<(String, Vec<u8>, Vec<u64>)> = vec![
         ("an empty buffer".into(), Vec::new(), seeds.clone()),

@@ -9,12 +9,13 @@
 //!
 //! | check | passes when |
 //! |---|---|
-//! | `accepts_contract` | every call on contract-conforming elements succeeds |
+//! | `accepts_contract` | every call on contract-conforming elements succeeds (through the lent path where the plugin has one, as pipelines call it) |
 //! | `deterministic` | the same elements and seeds give the same output bits, twice and on a fresh instance |
 //! | `independent` | (not for `batch` plugins) an element's output is the same alone as among others |
 //! | `output_contract` | outputs carry the declared output features (and a map gives one per input) |
 //! | `time_limit` | no call takes longer than the limit |
-//! | `malformed_input` | damaged batch buffers (truncated, wrong magic, seeds missing) get an error status, never a success, trap or crash |
+//! | `lent_agrees_with_wire` | (native plugins of ABI version 2, `map` and `filter`) the lent path (`sluice_process_lent`) and the wire path (`sluice_process`) give the same output bits, or both fail |
+//! | `malformed_input` | damaged batch buffers (truncated, wrong magic, seeds missing), and for the lent path damaged calls (a seed missing, a declared input missing or of another dtype), get an error status, never a success, trap or crash |
 //! | `agrees_with_other` | (with `--other`) the other build (native vs WASM) gives the same bits |
 //!
 //! A native plugin shares the checker's process, so a crash on malformed input would end

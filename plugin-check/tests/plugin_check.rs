@@ -186,3 +186,57 @@ fn a_module_that_accepts_garbage_fails_the_malformed_input_check() {
         other => panic!("{other:?}\n{}", render(&report)),
     }
 }
+
+/// Compiles the native C plugin of ABI version 2 (`plugin-native/tests/c/lent_invert.c`,
+/// written from `sdk/ABI.md`) with `defines` into `dir` as `name` (a library is loaded once
+/// per path, so each build gets its own).
+fn lent_invert(dir: &std::path::Path, name: &str, defines: &[&str]) -> PathBuf {
+    let source = guests::workspace_dir().join("plugin-native/tests/c/lent_invert.c");
+    let out = dir.join(format!("lib{name}{}", std::env::consts::DLL_SUFFIX));
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-pthread"])
+        .args(defines)
+        .arg("-o")
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .expect("a C compiler (`cc`)");
+    assert!(status.success());
+    out
+}
+
+#[test]
+fn a_version_2_plugin_is_checked_through_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = check(&lent_invert(dir.path(), "v2", &[]), &options(json!({}))).unwrap();
+    assert!(report.passed(), "{}", render(&report));
+    assert_eq!(outcome(&report, "lent_agrees_with_wire"), &Outcome::Pass);
+    assert_eq!(outcome(&report, "malformed_input"), &Outcome::Pass);
+    // A lent path that disagrees with the wire path is caught, with a minimal case.
+    let report = check(
+        &lent_invert(dir.path(), "disagrees", &["-DLENT_DISAGREES"]),
+        &options(json!({})),
+    )
+    .unwrap();
+    match outcome(&report, "lent_agrees_with_wire") {
+        Outcome::Fail {
+            message,
+            minimal_case,
+        } => {
+            assert!(message.contains("gave different outputs"), "{message}");
+            assert!(minimal_case.as_deref().unwrap().contains("Element::new"));
+        }
+        other => panic!("{other:?}\n{}", render(&report)),
+    }
+    // Version 1 (the same plugin built without the lent path): the check does not apply.
+    let report = check(
+        &lent_invert(dir.path(), "v1", &["-DSLUICE_V1"]),
+        &options(json!({})),
+    )
+    .unwrap();
+    assert!(report.passed(), "{}", render(&report));
+    assert!(matches!(
+        outcome(&report, "lent_agrees_with_wire"),
+        Outcome::Skipped { reason } if reason.contains("no lent path")
+    ));
+}

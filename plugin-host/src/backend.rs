@@ -1,12 +1,14 @@
 //! The traits every plugin host implements: a [`Backend`] (a loaded plugin: its metadata
 //! and a way to create instances) and its [`Instance`]s (one `sluice_process` call at a
-//! time), and how a call fails ([`CallFailure`]).
+//! time, or a `sluice_process_lent` call where the host has the lent path), and how a call
+//! fails ([`CallFailure`]).
 
 use sluice_core::Tensor;
 use sluice_sdk::abi::status;
 use sluice_sdk::{Entry, PluginInfo};
 
 use crate::error::Result;
+use crate::lent::LentCall;
 
 /// A loaded plugin: its metadata and a way to create instances.
 pub trait Backend: Send + Sync + 'static {
@@ -18,6 +20,23 @@ pub trait Backend: Send + Sync + 'static {
 
     /// A new instance for `config` (JSON bytes), through `sluice_init`.
     fn instantiate(&self, config: &[u8]) -> Result<Box<dyn Instance>>;
+
+    /// Whether its instances take the lent path ([`Instance::call_lent`]): a native plugin
+    /// of ABI version 2 or later. Default: no (every call takes the wire path, as WASM
+    /// modules do).
+    fn lends(&self) -> bool {
+        false
+    }
+}
+
+/// How a lent call ended, when it did not fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lent {
+    /// The outputs are in the call's buffers (and `keep` flags).
+    Done,
+    /// The plugin declined (status DECLINED, with its message): make the same call through
+    /// the wire path.
+    Declined(String),
 }
 
 /// Why a call failed.
@@ -67,5 +86,13 @@ pub trait Instance: Send {
     ) -> Option<std::result::Result<Vec<Entry>, CallFailure>> {
         let _ = (inputs, seeds);
         None
+    }
+
+    /// One `sluice_process_lent` call (ABI version 2, native hosts): the chunk's tensors
+    /// lent in place and the host's output allocator, both in `call`. The default declines
+    /// (the host then calls [`Instance::call`]): what a host without the lent path does.
+    fn call_lent(&mut self, call: &mut LentCall<'_>) -> std::result::Result<Lent, CallFailure> {
+        let _ = call;
+        Ok(Lent::Declined("this host has no lent path".to_string()))
     }
 }

@@ -27,13 +27,15 @@ pub enum Error {
         version: u32,
     },
     /// The plugin was built for an ABI version this host does not support.
-    #[error("{path}: the plugin uses ABI version {found}; this host supports version {supported}")]
+    #[error(
+        "{path}: the plugin uses ABI version {found}; this host supports versions 1 to {supported}"
+    )]
     AbiVersion {
         /// The plugin file.
         path: PathBuf,
         /// The plugin's version.
         found: u32,
-        /// The host's version.
+        /// The newest version the host supports (it supports every one from 1).
         supported: u32,
     },
     /// The plugin's metadata is unreadable or inconsistent.

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use sluice_sdk::abi::status;
 use sluice_sdk::{Config, Plugin, PluginInfo};
 
-use crate::backend::{Backend, CallFailure, Instance};
+use crate::backend::{Backend, CallFailure, Instance, Lent};
 use crate::error::{Error, Result};
+use crate::lent::{LentCall, call_in_process};
 
-/// A plugin compiled into the host process, run through the same wire format and
-/// contracts as a loaded one: the reference a loaded build is compared with, and a way to
-/// use a plugin crate directly as a stage.
+/// A plugin compiled into the host process, run through the same wire format (or lent
+/// path) and contracts as a loaded one: the reference a loaded build is compared with, and a
+/// way to use a plugin crate directly as a stage.
 pub struct InProcess<P: Plugin> {
     info: PluginInfo,
     _plugin: std::marker::PhantomData<fn() -> P>,
@@ -47,6 +48,11 @@ impl<P: Plugin> Backend for InProcess<P> {
             info: self.info.clone(),
         }))
     }
+
+    /// The SDK's lent path runs in-process as in a native library of this SDK's version.
+    fn lends(&self) -> bool {
+        true
+    }
 }
 
 struct InProcessInstance<P> {
@@ -76,5 +82,9 @@ impl<P: Plugin> Instance for InProcessInstance<P> {
                 "panicked".to_string(),
             )),
         }
+    }
+
+    fn call_lent(&mut self, call: &mut LentCall<'_>) -> std::result::Result<Lent, CallFailure> {
+        call_in_process(&mut self.plugin, &self.info, call)
     }
 }

@@ -3,7 +3,10 @@
 //! Users reach it through the `sluice-plugins` facade.
 //!
 //! - [`Backend`] and [`Instance`]: what a host implements (a loaded plugin, and one
-//!   instance of it making one `sluice_process` call at a time).
+//!   instance of it making one `sluice_process` call at a time; a native host of ABI
+//!   version 2 also makes `sluice_process_lent` calls, [`Instance::call_lent`]).
+//! - [`lent`]: the lent path (ABI version 2): a chunk's tensors lent to the plugin in
+//!   place and its outputs written into buffers from the pool, no copies ([`LentCall`]).
 //! - [`abi`] and [`metadata`]: the checks every host makes when it loads a plugin, in one
 //!   place: the ABI version (read before anything else), the required symbols, and the
 //!   metadata JSON.
@@ -49,12 +52,15 @@ mod backend;
 pub mod contract;
 mod error;
 mod in_process;
+#[allow(unsafe_code)]
+pub mod lent;
 pub mod metadata;
 mod stage;
 pub mod testing;
 pub mod wire;
 
-pub use backend::{Backend, CallFailure, Instance};
+pub use backend::{Backend, CallFailure, Instance, Lent};
 pub use error::{Error, Result};
 pub use in_process::InProcess;
-pub use stage::PluginStage;
+pub use lent::LentCall;
+pub use stage::{CallCounts, CallPath, PluginStage};

@@ -4,7 +4,14 @@
 //! What crosses the boundary: the features the plugin declares as inputs (all dense
 //! features when it declares none). What comes back is merged into a copy of the input
 //! element it names: returned tensors replace or add features, the rest are kept.
+//!
+//! Two paths ([`CallPath`]): where the backend lends (a native plugin of ABI version 2) and
+//! the plugin is a `map` or `filter`, a call lends the elements' tensors in place and the
+//! plugin writes its outputs into buffers the host allocated, which become the output
+//! tensors as they are ([`crate::lent`]); otherwise, or when an input holds byte strings or
+//! the plugin declines, the call goes through the wire format (one buffer in, one out).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rand::RngCore;
@@ -14,21 +21,48 @@ use sluice_core::{Dataset, Element, MapChunksStage};
 use sluice_sdk::wire::decode_batch;
 use sluice_sdk::{Kind, PluginInfo};
 
-use crate::backend::{Backend, Instance};
+use crate::backend::{Backend, Instance, Lent};
 use crate::contract::check_feature;
 use crate::error::{Error, Result};
+use crate::lent::{LentCall, LentOutput};
 use crate::wire::{encode_selected, select, to_core};
 
 /// An idle instance and the input buffer it last used.
 type Idle = (Box<dyn Instance>, Vec<u8>);
+
+/// Which path a stage's calls take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallPath {
+    /// The lent path where it applies (a backend that [lends](Backend::lends), a `map` or
+    /// `filter` plugin, no byte-string inputs, the plugin does not decline), else the wire.
+    /// The default.
+    #[default]
+    Lent,
+    /// Always the wire format (to compare the paths, or measure the wire).
+    Wire,
+}
+
+/// How a stage's calls went, since it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CallCounts {
+    /// Calls that took the lent path.
+    pub lent: u64,
+    /// Calls that took the wire path (declined lent calls included).
+    pub wire: u64,
+    /// Lent calls the plugin declined (then made through the wire).
+    pub declined: u64,
+}
 
 /// A plugin ready to run in pipelines: a backend, a configuration, and a pool of instances
 /// (one per worker thread in use; an instance that panicked or trapped is discarded).
 pub struct PluginStage {
     backend: Arc<dyn Backend>,
     config: Vec<u8>,
+    path: CallPath,
     /// Idle instances, each with the input buffer it last used (kept for its memory).
     pool: Mutex<Vec<Idle>>,
+    /// Lent, wire and declined calls (see [`CallCounts`]).
+    counts: [AtomicU64; 3],
 }
 
 impl std::fmt::Debug for PluginStage {
@@ -36,15 +70,25 @@ impl std::fmt::Debug for PluginStage {
         f.debug_struct("PluginStage")
             .field("plugin", &self.backend.info().name)
             .field("source", &self.backend.source())
+            .field("path", &self.path)
             .finish()
     }
 }
 
 impl PluginStage {
-    /// A stage for `backend` with `config` (a JSON object; `null` means `{}`). One
-    /// instance is created now, so an invalid configuration is reported before anything
-    /// runs.
+    /// A stage for `backend` with `config` (a JSON object; `null` means `{}`), taking the
+    /// lent path where it applies ([`CallPath::Lent`]). One instance is created now, so an
+    /// invalid configuration is reported before anything runs.
     pub fn new(backend: Arc<dyn Backend>, config: &serde_json::Value) -> Result<Arc<PluginStage>> {
+        PluginStage::with_path(backend, config, CallPath::Lent)
+    }
+
+    /// [`PluginStage::new`] with the calls' path chosen.
+    pub fn with_path(
+        backend: Arc<dyn Backend>,
+        config: &serde_json::Value,
+        path: CallPath,
+    ) -> Result<Arc<PluginStage>> {
         let config = match config {
             serde_json::Value::Null => b"{}".to_vec(),
             serde_json::Value::Object(_) => config.to_string().into_bytes(),
@@ -59,7 +103,9 @@ impl PluginStage {
         Ok(Arc::new(PluginStage {
             backend,
             config,
+            path,
             pool: Mutex::new(vec![(first, Vec::new())]),
+            counts: Default::default(),
         }))
     }
 
@@ -71,6 +117,33 @@ impl PluginStage {
     /// Where the plugin was loaded from (its file, for a native plugin).
     pub fn source(&self) -> String {
         self.backend.source()
+    }
+
+    /// The path chosen for its calls.
+    pub fn path(&self) -> CallPath {
+        self.path
+    }
+
+    /// Whether calls take the lent path (unless an input holds byte strings or the plugin
+    /// declines): [`CallPath::Lent`], a backend that lends, a `map` or `filter` plugin.
+    pub fn lends(&self) -> bool {
+        self.path == CallPath::Lent
+            && self.backend.lends()
+            && matches!(self.info().kind, Kind::Map | Kind::Filter)
+    }
+
+    /// How its calls went so far.
+    pub fn calls(&self) -> CallCounts {
+        let [lent, wire, declined] = &self.counts;
+        CallCounts {
+            lent: lent.load(Ordering::Relaxed),
+            wire: wire.load(Ordering::Relaxed),
+            declined: declined.load(Ordering::Relaxed),
+        }
+    }
+
+    fn count(&self, which: usize) {
+        self.counts[which].fetch_add(1, Ordering::Relaxed);
     }
 
     /// This plugin as a pipeline stage after `dataset`, one call per chunk of
@@ -135,6 +208,39 @@ impl PluginStage {
                 return Err(e);
             }
         };
+        if self.lends() && !elements.is_empty() {
+            let lent = LentCall::new(info.kind, &selected, &seeds).map(|mut call| {
+                let result = instance.call_lent(&mut call);
+                (result, call.finish())
+            });
+            match lent {
+                Some((Ok(Lent::Done), output)) => {
+                    self.give_back(instance, buf);
+                    self.count(0);
+                    return self.merge_lent(elements, output);
+                }
+                Some((Ok(Lent::Declined(_)), _)) => self.count(2),
+                Some((Err(failure), output)) => {
+                    if !failure.discard {
+                        self.give_back(instance, buf);
+                    }
+                    let mut message = failure.message;
+                    if let Some(reason) = output.refused {
+                        message
+                            .push_str(&format!(" (the host refused an output buffer: {reason})"));
+                    }
+                    return Err(Error::Call {
+                        plugin: self.name().to_string(),
+                        status: failure.status,
+                        elements: ids(),
+                        message,
+                    });
+                }
+                // A byte-string input: the wire path.
+                None => {}
+            }
+        }
+        self.count(1);
         let mut decoded = None;
         // Hosts that take tensors (the component host) get the features themselves; the
         // others a batch buffer.
@@ -201,15 +307,74 @@ impl PluginStage {
                     element.insert(&name, tensor);
                 }
             }
-            for f in &info.outputs {
-                check_feature(f, &element).map_err(|message| {
-                    broken(format!(
-                        "element {}: the plugin broke its output contract: {message}",
-                        elements[parent].id()
-                    ))
-                })?;
-            }
+            self.check_outputs(&element, &broken)?;
             out.push((parent, element));
+        }
+        Ok(out)
+    }
+
+    /// Checks `element` (an output, merged) against the declared outputs.
+    fn check_outputs(&self, element: &Element, broken: &dyn Fn(String) -> Error) -> Result<()> {
+        for f in &self.info().outputs {
+            check_feature(f, element).map_err(|message| {
+                broken(format!(
+                    "element {}: the plugin broke its output contract: {message}",
+                    element.id()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The outputs of a lent call that returned OK: a map's tensors merged into their
+    /// elements (the buffers the plugin wrote, as they are), or a filter's kept elements.
+    fn merge_lent(
+        &self,
+        elements: Vec<Element>,
+        output: LentOutput,
+    ) -> Result<Vec<(usize, Element)>> {
+        let ids = chunk_ids(&elements);
+        let broken = |message: String| Error::Call {
+            plugin: self.name().to_string(),
+            status: "broken output".to_string(),
+            elements: ids.clone(),
+            message,
+        };
+        if let Some(reason) = output.refused {
+            return Err(broken(format!(
+                "the call returned OK after the host refused an output buffer: {reason}"
+            )));
+        }
+        let mut out = Vec::with_capacity(elements.len());
+        match self.info().kind {
+            Kind::Map => {
+                let mut produced: Vec<Vec<(String, sluice_core::Tensor)>> =
+                    elements.iter().map(|_| Vec::new()).collect();
+                for (i, name, tensor) in output.tensors {
+                    produced[i].push((name, tensor));
+                }
+                for (i, (mut element, tensors)) in elements.into_iter().zip(produced).enumerate() {
+                    for (name, tensor) in tensors {
+                        element.insert(&name, tensor);
+                    }
+                    self.check_outputs(&element, &broken)?;
+                    out.push((i, element));
+                }
+            }
+            Kind::Filter => {
+                if let Some((i, k)) = output.keep.iter().enumerate().find(|(_, k)| **k > 1) {
+                    return Err(broken(format!(
+                        "the filter left keep[{i}] = {k} (it must set each flag to 0 or 1)"
+                    )));
+                }
+                for (i, (element, k)) in elements.into_iter().zip(output.keep).enumerate() {
+                    if k == 1 {
+                        self.check_outputs(&element, &broken)?;
+                        out.push((i, element));
+                    }
+                }
+            }
+            Kind::FlatMap | Kind::Batch => unreachable!("only map and filter calls are lent"),
         }
         Ok(out)
     }

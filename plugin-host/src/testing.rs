@@ -1,6 +1,8 @@
 //! Helpers for testing plugins: where cargo put a plugin's native build, sample image
-//! elements, running a plugin stage, and a bit-exact digest of elements to compare two runs
-//! (a native and a WASM build, two thread counts, two chunk sizes).
+//! elements, running a plugin stage, a bit-exact digest of elements to compare two runs
+//! (a native and a WASM build, two thread counts, two chunk sizes, the lent and the wire
+//! path), and a [`Spy`] on a backend's calls (which memory crossed the boundary, for tests
+//! that count copies).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -22,12 +24,15 @@
 //! ```
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use sluice_core::prelude::MapChunksSpec;
 use sluice_core::{Dataset, Element, ElementId, NumParallel, Options, Tensor, TensorData, Value};
+use sluice_sdk::PluginInfo;
 
+use crate::backend::{Backend, CallFailure, Instance, Lent};
 use crate::error::{Error, Result};
+use crate::lent::LentCall;
 use crate::stage::PluginStage;
 
 /// The native build of plugin crate `crate_name` (underscores) that cargo writes beside the
@@ -139,4 +144,114 @@ pub fn digest(elements: &[Element]) -> Vec<String> {
             format!("{} | {}", e.id(), features.join(" | "))
         })
         .collect()
+}
+
+/// What a [`Spy`] saw of one call: the memory that crossed the boundary.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seen {
+    /// Lent path: per element, each lent tensor's name and the address of its values (the
+    /// pipeline's own buffers, if nothing was copied on the way in).
+    pub lent: Vec<Vec<(String, usize)>>,
+    /// Lent path: the output buffers the host handed out (element, name, address of the
+    /// values).
+    pub allocated: Vec<(u32, String, usize)>,
+    /// Lent path: how the call ended (`None` for a failure).
+    pub lent_outcome: Option<Lent>,
+    /// Wire path: the input batch buffer's address and bytes (copied for the test).
+    pub wire_in: Option<(usize, Vec<u8>)>,
+    /// Wire path: the output batch buffer's address and bytes (copied for the test).
+    pub wire_out: Option<(usize, Vec<u8>)>,
+}
+
+/// A backend that records every call of its instances ([`Seen`]) and passes it on to the
+/// backend it wraps: for tests that check which memory a call lends, allocates or copies.
+pub struct Spy {
+    inner: Arc<dyn Backend>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Spy {
+    /// A spy on `inner`.
+    pub fn new(inner: Arc<dyn Backend>) -> Arc<Spy> {
+        Arc::new(Spy {
+            inner,
+            seen: Arc::new(Mutex::new(Vec::new())),
+        })
+    }
+
+    /// The calls seen so far, in order, and forgets them.
+    pub fn take(&self) -> Vec<Seen> {
+        std::mem::take(&mut *self.seen.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl Backend for Spy {
+    fn info(&self) -> &PluginInfo {
+        self.inner.info()
+    }
+
+    fn source(&self) -> String {
+        format!("spy on {}", self.inner.source())
+    }
+
+    fn instantiate(&self, config: &[u8]) -> Result<Box<dyn Instance>> {
+        Ok(Box::new(SpyInstance {
+            inner: self.inner.instantiate(config)?,
+            seen: Arc::clone(&self.seen),
+        }))
+    }
+
+    fn lends(&self) -> bool {
+        self.inner.lends()
+    }
+}
+
+struct SpyInstance {
+    inner: Box<dyn Instance>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl SpyInstance {
+    fn record(&self, seen: Seen) {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(seen);
+    }
+}
+
+impl Instance for SpyInstance {
+    fn call(
+        &mut self,
+        input: &[u8],
+        seeds: &[u64],
+        output: &mut dyn FnMut(&[u8]),
+    ) -> std::result::Result<(), CallFailure> {
+        let mut wire_out = None;
+        let result = self.inner.call(input, seeds, &mut |out| {
+            wire_out = Some((out.as_ptr() as usize, out.to_vec()));
+            output(out);
+        });
+        self.record(Seen {
+            wire_in: Some((input.as_ptr() as usize, input.to_vec())),
+            wire_out,
+            ..Seen::default()
+        });
+        result
+    }
+
+    fn call_lent(&mut self, call: &mut LentCall<'_>) -> std::result::Result<Lent, CallFailure> {
+        let result = self.inner.call_lent(call);
+        self.record(Seen {
+            lent: call
+                .lent()
+                .iter()
+                .map(|e| e.iter().map(|&(n, a)| (n.to_string(), a)).collect())
+                .collect(),
+            allocated: call.allocated(),
+            lent_outcome: result.as_ref().ok().cloned(),
+            ..Seen::default()
+        });
+        result
+    }
 }

@@ -20,46 +20,47 @@ pub(crate) fn sdk_dtype(d: CoreDType) -> DType {
     }
 }
 
-/// Each element's features as a call sends them: the declared input features in their
-/// declared order (all dense features when none are declared), after checking the input
-/// contract ([`Error::Contract`]).
-pub fn select<'a>(
-    info: &'a PluginInfo,
-    elements: &'a [Element],
-) -> Result<Vec<Vec<(&'a str, &'a Tensor)>>> {
-    let contract = |e: &Element, message: String| Error::Contract {
+/// The tensors of `e` a call sends (by the wire or lent): the declared input features after
+/// checking the input contract, or every dense feature when none are declared
+/// ([`Error::Contract`] for a missing, mistyped or ragged one).
+pub fn inputs<'e>(info: &'e PluginInfo, e: &'e Element) -> Result<Vec<(&'e str, &'e Tensor)>> {
+    let contract = |message: String| Error::Contract {
         plugin: info.name.clone(),
         element: e.id().to_string(),
         message,
     };
-    let mut selected = Vec::with_capacity(elements.len());
-    for e in elements {
-        for f in &info.inputs {
-            check_feature(f, e).map_err(|m| contract(e, m))?;
-        }
-        let tensors: Vec<(&str, &Tensor)> = if info.inputs.is_empty() {
-            let mut all = Vec::new();
-            for (name, value) in e.iter() {
-                match value {
-                    Value::Dense(t) => all.push((name, t)),
-                    Value::Ragged(_) => {
-                        return Err(contract(
-                            e,
-                            format!("feature {name:?} is ragged; plugins take dense tensors"),
-                        ));
-                    }
+    if info.inputs.is_empty() {
+        let mut all = Vec::new();
+        for (name, value) in e.iter() {
+            match value {
+                Value::Dense(t) => all.push((name, t)),
+                Value::Ragged(_) => {
+                    return Err(contract(format!(
+                        "feature {name:?} is ragged; plugins take dense tensors"
+                    )));
                 }
             }
-            all
-        } else {
-            info.inputs
-                .iter()
-                .map(|f| (f.name.as_str(), e.tensor(&f.name).expect("checked above")))
-                .collect()
-        };
-        selected.push(tensors);
+        }
+        return Ok(all);
     }
-    Ok(selected)
+    for f in &info.inputs {
+        check_feature(f, e).map_err(contract)?;
+    }
+    Ok(info
+        .inputs
+        .iter()
+        .map(|f| (f.name.as_str(), e.tensor(&f.name).expect("checked above")))
+        .collect())
+}
+
+/// Each element's features as a call sends them ([`inputs`] of every element), for the
+/// lent path, hosts that take typed tensors ([`crate::Instance::call_features`]) and the
+/// wire ([`encode_selected`]).
+pub fn select<'a>(
+    info: &'a PluginInfo,
+    elements: &'a [Element],
+) -> Result<Vec<Vec<(&'a str, &'a Tensor)>>> {
+    elements.iter().map(|e| inputs(info, e)).collect()
 }
 
 /// The input batch buffer for `elements`: the declared input features (all dense features

@@ -7,9 +7,12 @@
 //! - `stage_call/*`: `PluginStage::call` on 64 scalar elements, the host's encoding and
 //!   decoding included.
 //! - `noise_64x224/*`: the `gaussian_noise` example on 64 224×224×3 images (`f32` and
-//!   `u8`): as a native plugin, as the same crate in-process through the same wire format,
-//!   and (`f32`) the same code called directly on the SDK elements (no wire format, no host:
-//!   the kernel alone).
+//!   `u8`): as a native plugin through the wire (`native_wire_*`: the version-1 path, four
+//!   copies per image) and through the lent path (`native_lent_*`: ABI version 2, no copy),
+//!   as the same crate in-process through the wire format, and (`f32`) the same code called
+//!   directly on the SDK elements (no wire format, no host: the kernel alone).
+//! - `solarize_64x224/*`: the `gray_solarize` example (p_gray 0.2, p_solarize 0.2, as in the
+//!   augment pipeline) on the same images, native, wire against lent.
 //!
 //! ```sh
 //! cargo bench -p sluice-plugin-native --bench plugin_calls
@@ -23,7 +26,7 @@ use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_core::rng::{ElementRng, StreamKey};
 use sluice_example_noise::GaussianNoise;
-use sluice_plugin_host::{Backend, InProcess, PluginStage};
+use sluice_plugin_host::{Backend, CallPath, InProcess, PluginStage};
 use sluice_plugin_native::NativePlugin;
 use sluice_sdk::{Config, Plugin, Rng};
 
@@ -112,16 +115,18 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(64));
     g.sample_size(20);
     let config = json!({"sigma": 0.05});
-    let native = PluginStage::new(
-        NativePlugin::load(library("sluice_example_noise")).unwrap(),
-        &config,
-    )
-    .unwrap();
+    let noise = NativePlugin::load(library("sluice_example_noise")).unwrap();
+    let native_wire = PluginStage::with_path(noise.clone(), &config, CallPath::Wire).unwrap();
+    let native_lent = PluginStage::with_path(noise, &config, CallPath::Lent).unwrap();
     let reference: Arc<dyn Backend> = InProcess::<GaussianNoise>::new();
-    let in_process = PluginStage::new(reference, &config).unwrap();
+    let in_process = PluginStage::with_path(reference, &config, CallPath::Wire).unwrap();
     for (pixels, u8_pixels) in [("f32", false), ("u8", true)] {
         let imgs = images(64, u8_pixels);
-        for (name, stage) in [("native_plugin", &native), ("in_process_wire", &in_process)] {
+        for (name, stage) in [
+            ("native_wire", &native_wire),
+            ("native_lent", &native_lent),
+            ("in_process_wire", &in_process),
+        ] {
             g.bench_function(format!("{name}_{pixels}"), |b| {
                 b.iter_batched(
                     || (imgs.clone(), rngs(64)),
@@ -131,6 +136,7 @@ fn bench(c: &mut Criterion) {
             });
         }
     }
+    assert!(native_lent.calls().lent > 0 && native_lent.calls().wire == 0);
     let mut direct =
         GaussianNoise::new(&Config::from_bytes(br#"{"sigma": 0.05}"#).unwrap()).unwrap();
     let sdk_images: Vec<sluice_sdk::Element> = (0..64)
@@ -167,6 +173,27 @@ fn bench(c: &mut Criterion) {
             BatchSize::LargeInput,
         )
     });
+    g.finish();
+
+    let mut g = c.benchmark_group("solarize_64x224");
+    g.throughput(Throughput::Elements(64));
+    g.sample_size(20);
+    let config = json!({"p_gray": 0.2, "p_solarize": 0.2});
+    let solarize = NativePlugin::load(library("sluice_example_solarize")).unwrap();
+    let native_wire = PluginStage::with_path(solarize.clone(), &config, CallPath::Wire).unwrap();
+    let native_lent = PluginStage::with_path(solarize, &config, CallPath::Lent).unwrap();
+    for (pixels, u8_pixels) in [("f32", false), ("u8", true)] {
+        let imgs = images(64, u8_pixels);
+        for (name, stage) in [("native_wire", &native_wire), ("native_lent", &native_lent)] {
+            g.bench_function(format!("{name}_{pixels}"), |b| {
+                b.iter_batched(
+                    || (imgs.clone(), rngs(64)),
+                    |(e, mut r)| stage.call(e, &mut r).unwrap().len(),
+                    BatchSize::SmallInput,
+                )
+            });
+        }
+    }
     g.finish();
 }
 

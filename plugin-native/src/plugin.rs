@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use libloading::Library;
-use sluice_plugin_host::{Backend, CallFailure, Error, Instance, Result, abi, metadata};
+use sluice_plugin_host::lent::lent_status;
+use sluice_plugin_host::{
+    Backend, CallFailure, Error, Instance, Lent, LentCall, Result, abi, metadata,
+};
 use sluice_sdk::PluginInfo;
+use sluice_sdk::abi::lent::{ElementView, Outputs};
 use sluice_sdk::abi::{status, symbols};
 
 type AbiVersionFn = unsafe extern "C" fn() -> u32;
@@ -20,12 +24,16 @@ type ProcessFn = unsafe extern "C" fn(u32, *const u8, usize, *const u64, usize) 
 type BufPtrFn = unsafe extern "C" fn(u32) -> *const u8;
 type BufLenFn = unsafe extern "C" fn(u32) -> usize;
 type DestroyFn = unsafe extern "C" fn(u32);
+type ProcessLentFn =
+    unsafe extern "C" fn(u32, *const ElementView, usize, *const u64, usize, *const Outputs) -> i32;
 
-/// The entry points of ABI version 1, resolved.
+/// The entry points, resolved: version 1's, and `sluice_process_lent` for a plugin of
+/// version 2 or later.
 #[derive(Clone, Copy)]
 struct Api {
     init: InitFn,
     process: ProcessFn,
+    process_lent: Option<ProcessLentFn>,
     output_ptr: BufPtrFn,
     output_len: BufLenFn,
     error_ptr: BufPtrFn,
@@ -44,6 +52,7 @@ struct Loaded {
 pub struct NativePlugin {
     path: PathBuf,
     info: PluginInfo,
+    abi_version: u32,
     loaded: Arc<Loaded>,
 }
 
@@ -51,6 +60,7 @@ impl std::fmt::Debug for NativePlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NativePlugin")
             .field("path", &self.path)
+            .field("abi_version", &self.abi_version)
             .field("info", &self.info)
             .finish()
     }
@@ -83,7 +93,9 @@ unsafe fn copy_bytes(ptr: *const u8, len: usize) -> Vec<u8> {
 
 impl NativePlugin {
     /// Loads the library at `path`, checks its ABI version (read before anything else),
-    /// resolves every required symbol and reads its metadata.
+    /// resolves every symbol its version requires and reads its metadata. A library of
+    /// version 2 also gets the lent path (`sluice_process_lent`); one of version 1 is called
+    /// through the wire only, as before.
     pub fn load(path: impl AsRef<Path>) -> Result<Arc<NativePlugin>> {
         let path = path.as_ref().to_path_buf();
         // SAFETY: loading a library runs its initialisers. Plugins are code the user chose
@@ -96,20 +108,28 @@ impl NativePlugin {
         let version: AbiVersionFn = unsafe { symbol(&lib, &path, symbols::ABI_VERSION)? };
         // SAFETY: `version` is `sluice_abi_version`, resolved above with its ABI.md type
         // (`extern "C" fn() -> u32`); the library is loaded for the whole call.
-        abi::check_version(&path, unsafe { version() })?;
+        let abi_version = unsafe { version() };
+        abi::check_version(&path, abi_version)?;
         // SAFETY: the `*const ()` lookups only check that each required symbol exists: the
         // pointers are neither dereferenced nor called.
-        abi::check_symbols(&path, |name| unsafe {
+        abi::check_symbols_for(&path, abi_version, |name| unsafe {
             lib.get::<*const ()>(name.as_bytes()).is_ok()
         })?;
         // SAFETY: `symbol`'s contract: each function pointer type below is the symbol's type
-        // as sdk/ABI.md declares it.
+        // as sdk/ABI.md declares it (`sluice_process_lent`: §11, looked up only for a
+        // library that reports version 2 or later, as §2 requires).
         let (info_ptr, info_len, api) = unsafe {
             let info_ptr: InfoPtrFn = symbol(&lib, &path, symbols::INFO_PTR)?;
             let info_len: LenFn = symbol(&lib, &path, symbols::INFO_LEN)?;
+            let process_lent = if abi_version >= 2 {
+                Some(symbol(&lib, &path, symbols::PROCESS_LENT)?)
+            } else {
+                None
+            };
             let api = Api {
                 init: symbol(&lib, &path, symbols::INIT)?,
                 process: symbol(&lib, &path, symbols::PROCESS)?,
+                process_lent,
                 output_ptr: symbol(&lib, &path, symbols::OUTPUT_PTR)?,
                 output_len: symbol(&lib, &path, symbols::OUTPUT_LEN)?,
                 error_ptr: symbol(&lib, &path, symbols::ERROR_PTR)?,
@@ -120,12 +140,18 @@ impl NativePlugin {
         };
         // SAFETY: the metadata is `info_len` bytes at `info_ptr`, valid while loaded.
         let json = unsafe { copy_bytes(info_ptr(), info_len()) };
-        let info = metadata::read_info(&path, &json, "library")?;
+        let info = metadata::read_info_of(&path, &json, "library", abi_version)?;
         Ok(Arc::new(NativePlugin {
             path,
             info,
+            abi_version,
             loaded: Arc::new(Loaded { api, _lib: lib }),
         }))
+    }
+
+    /// The ABI version the library reported (1, or 2 with the lent path).
+    pub fn abi_version(&self) -> u32 {
+        self.abi_version
     }
 
     /// The plugin's metadata.
@@ -165,6 +191,10 @@ impl Backend for NativePlugin {
             handle,
             loaded: Arc::clone(&self.loaded),
         }))
+    }
+
+    fn lends(&self) -> bool {
+        self.loaded.api.process_lent.is_some()
     }
 }
 
@@ -216,14 +246,46 @@ impl Instance for NativeInstance {
             output(bytes);
             Ok(())
         } else {
-            // SAFETY: the error buffer is valid until the instance's next call.
-            let message =
-                unsafe { copy_bytes((api.error_ptr)(self.handle), (api.error_len)(self.handle)) };
-            Err(CallFailure::from_status(
-                code,
-                String::from_utf8_lossy(&message).into_owned(),
-            ))
+            Err(CallFailure::from_status(code, self.message()))
         }
+    }
+
+    fn call_lent(&mut self, call: &mut LentCall<'_>) -> std::result::Result<Lent, CallFailure> {
+        let Some(process_lent) = self.loaded.api.process_lent else {
+            return Ok(Lent::Declined(
+                "a version-1 library has no lent path".to_string(),
+            ));
+        };
+        let seeds = call.seeds();
+        // SAFETY: `process_lent` is `sluice_process_lent` of this still-loaded library (a
+        // version-2 one), called with its ABI.md §11 type and arguments: `call` made the
+        // element views (pointing into itself and into tensors it borrows), the seeds (a
+        // `[u64]`, so aligned) and the outputs (this host's allocator and keep flags), all
+        // valid while `call` is borrowed, for the whole call; the instance is used by one
+        // thread at a time (`&mut self`).
+        let code = unsafe {
+            process_lent(
+                self.handle,
+                call.elements_ptr(),
+                call.n_elements(),
+                seeds.as_ptr(),
+                seeds.len(),
+                call.outputs_ptr(),
+            )
+        };
+        lent_status(code, || self.message())
+    }
+}
+
+impl NativeInstance {
+    /// The instance's error message (after a failed call), copied.
+    fn message(&self) -> String {
+        let api = self.loaded.api;
+        // SAFETY: the error buffer is valid until the instance's next call; it is copied at
+        // once.
+        let message =
+            unsafe { copy_bytes((api.error_ptr)(self.handle), (api.error_len)(self.handle)) };
+        String::from_utf8_lossy(&message).into_owned()
     }
 }
 

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_example_noise::GaussianNoise;
-use sluice_plugin_host::testing::{digest, image_elements, run_stage};
-use sluice_plugin_host::{Backend, Error, InProcess, PluginStage};
+use sluice_plugin_host::testing::{Spy, digest, image_elements, run_stage};
+use sluice_plugin_host::{Backend, CallPath, Error, InProcess, PluginStage};
 use sluice_plugin_native::NativePlugin;
 use sluice_sdk::Plugin as _;
 
@@ -32,22 +32,75 @@ fn a_loaded_plugin_gives_what_the_same_code_gives_in_process_at_any_parallelism(
         (json!({"sigma": 0.1, "p": 0.5}), true),
     ] {
         let lib = "sluice_example_noise";
-        let native = PluginStage::new(NativePlugin::load(library(lib)).unwrap(), &config).unwrap();
+        let native = NativePlugin::load(library(lib)).unwrap();
+        assert_eq!(native.abi_version(), 2);
         let reference: Arc<dyn Backend> = InProcess::<GaussianNoise>::new();
-        let in_process = PluginStage::new(reference, &config).unwrap();
+        let in_process =
+            PluginStage::with_path(reference.clone(), &config, CallPath::Wire).unwrap();
         let input = images(37, u8_images);
         let want = bits(&run(&in_process, input.clone(), 0, 8));
         assert_eq!(want.len(), 37);
-        for (threads, chunk) in [(0, 1), (0, 8), (1, 64), (3, 5)] {
-            let got = bits(&run(&native, input.clone(), threads, chunk));
-            assert_eq!(
-                got, want,
-                "{lib} {config} with {threads} threads, chunks of {chunk}"
-            );
+        // Both paths, loaded and in-process: the same bits.
+        for (backend, path) in [
+            (native.clone() as Arc<dyn Backend>, CallPath::Lent),
+            (native.clone(), CallPath::Wire),
+            (reference.clone(), CallPath::Lent),
+        ] {
+            let stage = PluginStage::with_path(backend, &config, path).unwrap();
+            for (threads, chunk) in [(0, 1), (0, 8), (1, 64), (3, 5)] {
+                let got = bits(&run(&stage, input.clone(), threads, chunk));
+                assert_eq!(
+                    got, want,
+                    "{lib} {config} {path:?} with {threads} threads, chunks of {chunk}"
+                );
+            }
+            let calls = stage.calls();
+            match path {
+                CallPath::Lent => assert!(calls.lent > 0 && calls.wire == 0, "{calls:?}"),
+                CallPath::Wire => assert!(calls.lent == 0 && calls.wire > 0, "{calls:?}"),
+            }
         }
         // The plugin changed something (and kept the other features).
         let before = bits(&input);
         assert_ne!(want, before, "{lib} {config} changed nothing");
+    }
+}
+
+#[test]
+fn the_lent_path_reads_the_pipelines_buffers_and_keeps_the_ones_the_plugin_wrote() {
+    let spy = Spy::new(NativePlugin::load(library("sluice_example_noise")).unwrap());
+    for u8_images in [false, true] {
+        let stage = PluginStage::new(spy.clone(), &json!({"sigma": 0.1, "p": 0.5})).unwrap();
+        let input = images(16, u8_images);
+        let address = |e: &Element| match e.tensor("image").unwrap().data() {
+            TensorData::U8(v) => v.as_ptr() as usize,
+            TensorData::F32(v) => v.as_ptr() as usize,
+            other => panic!("{other:?}"),
+        };
+        let out = run(&stage, input.clone(), 0, 16);
+        let seen = spy.take();
+        assert_eq!(seen.len(), 1);
+        let lent: Vec<usize> = seen[0].lent.iter().map(|e| e[0].1).collect();
+        assert_eq!(lent, input.iter().map(address).collect::<Vec<_>>());
+        let mut written = 0;
+        for (i, (o, x)) in out.iter().zip(&input).enumerate() {
+            let allocated: Vec<usize> = seen[0]
+                .allocated
+                .iter()
+                .filter(|(e, _, _)| *e as usize == i)
+                .map(|(_, _, a)| *a)
+                .collect();
+            if allocated.is_empty() {
+                // Skipped by `p`: the same tensor, not a copy.
+                assert_eq!(address(o), address(x), "element {i}");
+            } else {
+                assert_eq!(allocated, vec![address(o)], "element {i}");
+                written += 1;
+            }
+            // The other features are the input's own.
+            assert_eq!(o.tensor("label").unwrap(), x.tensor("label").unwrap());
+        }
+        assert!((3..=13).contains(&written), "{written} of 16 written");
     }
 }
 
@@ -194,7 +247,7 @@ fn wrong_versions_missing_symbols_and_non_libraries_are_refused_with_the_file_na
             err,
             Error::AbiVersion {
                 found: 99,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),
@@ -203,7 +256,7 @@ fn wrong_versions_missing_symbols_and_non_libraries_are_refused_with_the_file_na
     let text = err.to_string();
     assert!(text.contains(&v99.display().to_string()), "{text}");
     assert!(
-        text.contains("ABI version 99; this host supports version 1"),
+        text.contains("ABI version 99; this host supports versions 1 to 2"),
         "{text}"
     );
 

@@ -8,7 +8,7 @@ use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_example_solarize::GraySolarize;
 use sluice_plugin_host::testing::{digest as bits, image_elements, run_stage};
-use sluice_plugin_host::{Backend, InProcess, PluginStage};
+use sluice_plugin_host::{Backend, CallPath, InProcess, PluginStage};
 use sluice_plugin_native::NativePlugin;
 use sluice_sdk::Plugin as _;
 
@@ -38,14 +38,22 @@ fn the_loaded_solarize_plugin_equals_the_crate_in_process() {
     );
     let config = json!({"p_gray": 0.5, "p_solarize": 0.5});
     for u8_images in [true, false] {
-        let native = PluginStage::new(NativePlugin::load(library(lib)).unwrap(), &config).unwrap();
+        let loaded = NativePlugin::load(library(lib)).unwrap();
         let reference: Arc<dyn Backend> = InProcess::<GraySolarize>::new();
-        let in_process = PluginStage::new(reference, &config).unwrap();
+        let in_process = PluginStage::with_path(reference, &config, CallPath::Wire).unwrap();
         let input = images(37, u8_images);
         let want = bits(&run(&in_process, input.clone(), 0, 8));
         assert_ne!(want, bits(&input), "something changed");
-        for (threads, chunk) in [(0, 3), (2, 64), (3, 5)] {
-            assert_eq!(bits(&run(&native, input.clone(), threads, chunk)), want);
+        for path in [CallPath::Lent, CallPath::Wire] {
+            let native = PluginStage::with_path(loaded.clone(), &config, path).unwrap();
+            for (threads, chunk) in [(0, 3), (2, 64), (3, 5)] {
+                assert_eq!(
+                    bits(&run(&native, input.clone(), threads, chunk)),
+                    want,
+                    "{path:?}"
+                );
+            }
+            assert_eq!(native.calls().lent > 0, path == CallPath::Lent);
         }
     }
 }

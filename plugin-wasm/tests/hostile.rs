@@ -180,7 +180,7 @@ fn wrong_versions_empty_modules_and_imports_are_refused_at_load() {
             err,
             Error::AbiVersion {
                 found: 7,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),

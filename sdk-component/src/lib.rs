@@ -96,6 +96,11 @@ macro_rules! conversions {
                     sdk::Error::Config(m) => wit::Error::InvalidConfig(m),
                     sdk::Error::Plugin(m) => wit::Error::PluginError(m),
                     wire @ sdk::Error::Wire { .. } => wit::Error::InvalidInput(wire.to_string()),
+                    // Only the lent path (native hosts) may decline; a component's calls
+                    // have no other path to take.
+                    declined @ sdk::Error::Declined(_) => {
+                        wit::Error::PluginError(declined.to_string())
+                    }
                 }
             }
 
@@ -390,7 +395,11 @@ mod batch_world {
 #[macro_export]
 macro_rules! export_map {
     ($plugin:ty) => {
+        // Exported in wasm32 builds only: a native build of the crate (its `cargo test`)
+        // links without the component's export names, which native linkers refuse.
+        #[cfg(target_arch = "wasm32")]
         type __SluiceMapComponent = $crate::Map<$plugin>;
+        #[cfg(target_arch = "wasm32")]
         $crate::map::export_map_world!(__SluiceMapComponent with_types_in $crate::map);
     };
 }
@@ -400,7 +409,11 @@ macro_rules! export_map {
 #[macro_export]
 macro_rules! export_filter {
     ($plugin:ty) => {
+        // Exported in wasm32 builds only: a native build of the crate (its `cargo test`)
+        // links without the component's export names, which native linkers refuse.
+        #[cfg(target_arch = "wasm32")]
         type __SluiceFilterComponent = $crate::Filter<$plugin>;
+        #[cfg(target_arch = "wasm32")]
         $crate::filter::export_filter_world!(__SluiceFilterComponent with_types_in $crate::filter);
     };
 }
@@ -410,7 +423,11 @@ macro_rules! export_filter {
 #[macro_export]
 macro_rules! export_batch {
     ($plugin:ty) => {
+        // Exported in wasm32 builds only: a native build of the crate (its `cargo test`)
+        // links without the component's export names, which native linkers refuse.
+        #[cfg(target_arch = "wasm32")]
         type __SluiceBatchComponent = $crate::Batch<$plugin>;
+        #[cfg(target_arch = "wasm32")]
         $crate::batch::export_batch_world!(__SluiceBatchComponent with_types_in $crate::batch);
     };
 }

@@ -24,6 +24,11 @@ pub enum Error {
     /// Any other failure of the plugin's code.
     #[error("{0}")]
     Plugin(String),
+    /// (The lent path, ABI version 2) The plugin declines this lent call (it cannot give
+    /// its outputs through host buffers: byte strings, say): the host makes the same call
+    /// through the wire path instead, where [`crate::Plugin::map`] runs.
+    #[error("declined: {0}")]
+    Declined(String),
 }
 
 impl Error {
@@ -50,12 +55,18 @@ impl Error {
         Error::Plugin(message.into())
     }
 
+    /// An [`Error::Declined`].
+    pub fn declined(message: impl Into<String>) -> Error {
+        Error::Declined(message.into())
+    }
+
     /// The ABI status code for this error.
     pub fn status(&self) -> i32 {
         match self {
             Error::Wire { .. } | Error::InvalidInput(_) => status::INVALID_INPUT,
             Error::Config(_) => status::INVALID_CONFIG,
             Error::Plugin(_) => status::PLUGIN_ERROR,
+            Error::Declined(_) => status::DECLINED,
         }
     }
 }

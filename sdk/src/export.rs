@@ -1,15 +1,18 @@
 //! What [`export_plugin!`](crate::export_plugin) expands to: the C ABI's entry points for one
 //! [`Plugin`] type. Plugin authors do not use this module directly.
 //!
-//! This is the SDK's one module with `unsafe` code: turning the host's pointers into slices,
+//! With [`crate::lent`], the SDK's `unsafe` code: turning the host's pointers into slices,
 //! and the allocator entry points. Each block says why it is sound.
 
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use crate::abi::lent::{ElementView, Outputs};
 use crate::abi::{ABI_VERSION, status};
-use crate::plugin::{Config, Plugin, PluginInfo, process_into};
+use crate::error::Error;
+use crate::lent::{Sink, elements_from_c};
+use crate::plugin::{Config, Plugin, PluginInfo, process_into, process_lent};
 
 /// One live instance: the plugin and the buffers of its last call.
 struct Instance<P> {
@@ -204,6 +207,55 @@ impl<P: Plugin> Exports<P> {
         }
     }
 
+    /// `sluice_process_lent` (ABI version 2): runs one call on tensors the host lends in
+    /// place, the outputs written into the host's buffers (`sdk/ABI.md` §11); on failure the
+    /// message is at `sluice_error_ptr`. The instance's output buffer is emptied.
+    ///
+    /// # Safety
+    /// The pointers must be as ABI.md §11 describes: `elements` valid for `n_elements`
+    /// element views (their tensors, names, dims and values readable and unchanged),
+    /// `seeds` (8-byte aligned) for `n_seeds` values, and `outputs` a valid
+    /// `sluice_outputs` whose allocator follows §11.4, all during the call.
+    pub unsafe fn process_lent(
+        &self,
+        handle: u32,
+        elements: *const ElementView,
+        n_elements: usize,
+        seeds: *const u64,
+        n_seeds: usize,
+        outputs: *const Outputs,
+    ) -> i32 {
+        let Some(instance) = self.instance(handle) else {
+            return status::UNKNOWN_INSTANCE;
+        };
+        let mut guard = instance.lock().unwrap_or_else(PoisonError::into_inner);
+        let instance = &mut *guard;
+        instance.output.clear();
+        let info = &self.info().0;
+        // SAFETY: this function's caller guarantees the pointers (`# Safety`).
+        let result = unsafe {
+            process_lent_raw(
+                &mut instance.plugin,
+                info,
+                elements,
+                n_elements,
+                seeds,
+                n_seeds,
+                outputs,
+            )
+        };
+        match result {
+            Ok(()) => {
+                instance.error.clear();
+                status::OK
+            }
+            Err((code, message)) => {
+                instance.error = message.into_bytes();
+                code
+            }
+        }
+    }
+
     fn with_buffer<T>(&self, handle: u32, f: impl Fn(&Instance<P>) -> T, none: T) -> T {
         match self.instance(handle) {
             Some(i) => f(&i.lock().unwrap_or_else(PoisonError::into_inner)),
@@ -255,6 +307,66 @@ impl<P: Plugin> Exports<P> {
     }
 }
 
+/// One `sluice_process_lent` call on `plugin` (what [`Exports::process_lent`] runs on an
+/// instance, and what an in-process host runs directly): the host's pointers checked and
+/// read as ABI.md §11 says, then the lent path ([`crate::Plugin::map_lent`] or
+/// [`crate::Plugin::filter_lent`]) with panics caught. `Err` is a status code and its
+/// message.
+///
+/// # Safety
+/// As [`Exports::process_lent`].
+pub unsafe fn process_lent_raw<P: Plugin>(
+    plugin: &mut P,
+    info: &PluginInfo,
+    elements: *const ElementView,
+    n_elements: usize,
+    seeds: *const u64,
+    n_seeds: usize,
+    outputs: *const Outputs,
+) -> Result<(), (i32, String)> {
+    let fail = |e: Error| (e.status(), e.to_string());
+    let invalid = |m: &str| fail(Error::invalid_input(m));
+    let seeds: &[u64] = if n_seeds == 0 {
+        &[]
+    } else if seeds.is_null() {
+        return Err(invalid("seeds pointer is null"));
+    } else if !(seeds as usize).is_multiple_of(std::mem::align_of::<u64>()) {
+        return Err(invalid("seeds pointer is not 8-byte aligned"));
+    } else {
+        // SAFETY: the caller guarantees `seeds` is valid for `n_seeds` u64 reads during the
+        // call; it is non-null and aligned (checked above).
+        unsafe { std::slice::from_raw_parts(seeds, n_seeds) }
+    };
+    if outputs.is_null() || !(outputs as usize).is_multiple_of(std::mem::align_of::<Outputs>()) {
+        return Err(invalid("the outputs pointer is null or misaligned"));
+    }
+    // SAFETY: non-null and aligned (checked above); the caller guarantees it points to a
+    // valid `sluice_outputs` for the call.
+    let outputs: &Outputs = unsafe { &*outputs };
+    let keep: &mut [u8] = if n_elements == 0 {
+        &mut []
+    } else if outputs.keep.is_null() {
+        return Err(invalid("the keep flags pointer is null"));
+    } else {
+        // SAFETY: ABI.md §11.3: `keep` is `n_elements` bytes the host lends the plugin,
+        // writable and used by nothing else during the call (non-null: checked above).
+        unsafe { std::slice::from_raw_parts_mut(outputs.keep, n_elements) }
+    };
+    match catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the caller guarantees the element views (`# Safety`); the views made
+        // here do not outlive this call.
+        let elements = unsafe { elements_from_c(elements, n_elements) }?;
+        process_lent(plugin, info, &elements, seeds, Sink::Host(outputs), keep)
+    })) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(fail(e)),
+        Err(panic) => Err((
+            status::PANIC,
+            format!("panicked: {}", panic_text(panic.as_ref())),
+        )),
+    }
+}
+
 /// `sluice_alloc`: `len` bytes, 8-byte aligned, for the host to write an input into (WASM
 /// hosts need it; native hosts may pass their own memory). Null when out of memory.
 pub fn alloc(len: usize) -> *mut u8 {
@@ -281,10 +393,10 @@ pub unsafe fn free(ptr: *mut u8, len: usize) {
     drop(unsafe { Vec::from_raw_parts(ptr.cast::<u64>(), 0, words) });
 }
 
-/// Exports the C ABI (`sdk/ABI.md`) for a [`Plugin`] type: `sluice_abi_version`,
+/// Exports the C ABI (`sdk/ABI.md`, version 2) for a [`Plugin`] type: `sluice_abi_version`,
 /// `sluice_info_ptr` / `_len`, `sluice_alloc`, `sluice_free`, `sluice_init`,
-/// `sluice_process`, `sluice_output_ptr` / `_len`, `sluice_error_ptr` / `_len` and
-/// `sluice_destroy`. Use it once per cdylib; the crate then builds as a native plugin
+/// `sluice_process`, `sluice_process_lent`, `sluice_output_ptr` / `_len`,
+/// `sluice_error_ptr` / `_len` and `sluice_destroy`. Use it once per cdylib; the crate then builds as a native plugin
 /// (`crate-type = ["cdylib"]`) and for `wasm32-unknown-unknown` unchanged.
 ///
 /// The exported functions carry `#[allow(unsafe_code)]` (exported symbols are `unsafe` in
@@ -362,6 +474,28 @@ macro_rules! export_plugin {
         ) -> i32 {
             // SAFETY: the host's input and seed buffers are valid for the call (ABI.md).
             unsafe { __SLUICE_EXPORTS.process(instance, input, input_len, seeds, n_seeds) }
+        }
+
+        /// Runs one call on lent tensors, outputs into host buffers (`sluice_process_lent`,
+        /// ABI version 2).
+        ///
+        /// # Safety
+        /// The pointers must be as `sdk/ABI.md` §11 describes, valid during the call.
+        #[allow(unsafe_code)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn sluice_process_lent(
+            instance: u32,
+            elements: *const $crate::abi::lent::ElementView,
+            n_elements: usize,
+            seeds: *const u64,
+            n_seeds: usize,
+            outputs: *const $crate::abi::lent::Outputs,
+        ) -> i32 {
+            // SAFETY: the host's views, seeds and outputs are valid for the call (ABI.md §11).
+            unsafe {
+                __SLUICE_EXPORTS
+                    .process_lent(instance, elements, n_elements, seeds, n_seeds, outputs)
+            }
         }
 
         /// The last call's output (`sluice_output_ptr`).
@@ -494,6 +628,110 @@ mod tests {
         // SAFETY: `input` (its length given) and `seeds` (one aligned `u64`) are live.
         let code = unsafe { E.process(h, input.as_ptr(), input.len(), seeds.as_ptr(), 1) };
         assert_eq!(code, status::UNKNOWN_INSTANCE);
+    }
+
+    /// A host allocator for the tests: each buffer a fresh `Vec<u64>` kept in `ctx`.
+    unsafe extern "C" fn test_alloc(
+        ctx: *mut std::ffi::c_void,
+        _element: u32,
+        _name: *const u8,
+        _name_len: usize,
+        dtype: u8,
+        rank: u8,
+        dims: *const u64,
+    ) -> *mut u8 {
+        // SAFETY: the tests pass a `RefCell<Vec<Vec<u64>>>` as `ctx`, alive for the call.
+        let buffers = unsafe { &*ctx.cast::<std::cell::RefCell<Vec<Vec<u64>>>>() };
+        // SAFETY: the SDK passes `rank` dims, valid during the call.
+        let dims = unsafe { host_bytes(dims.cast(), 8 * usize::from(rank)) };
+        let count: u64 = dims
+            .chunks_exact(8)
+            .map(|d| u64::from_le_bytes(d.try_into().unwrap()))
+            .product();
+        let size = crate::DType::from_code(dtype)
+            .and_then(crate::DType::size)
+            .unwrap() as u64;
+        let mut buf = vec![0u64; (count * size).div_ceil(8).max(1) as usize];
+        let ptr = buf.as_mut_ptr().cast::<u8>();
+        buffers.borrow_mut().push(buf);
+        ptr
+    }
+
+    #[test]
+    fn the_lent_entry_point_follows_the_abi() {
+        use crate::abi::lent::{ElementView, Outputs, TensorView};
+        static E: Exports<Boom> = Exports::new();
+        let good = br#"{"limit": 5}"#;
+        // SAFETY: `good` is a live byte string of `good.len()` bytes.
+        let h = unsafe { E.init(good.as_ptr(), good.len()) };
+        let buffers = std::cell::RefCell::new(Vec::<Vec<u64>>::new());
+        let mut keep = [crate::abi::lent::KEEP_UNSET; 1];
+        let outputs = Outputs {
+            ctx: std::ptr::from_ref(&buffers).cast_mut().cast(),
+            alloc: test_alloc,
+            keep: keep.as_mut_ptr(),
+        };
+        let call = |handle: u32, v: i64, seeds: &[u64]| {
+            let value = [v];
+            let tensors = [TensorView {
+                name: b"x".as_ptr(),
+                name_len: 1,
+                dims: std::ptr::null(),
+                data: value.as_ptr().cast(),
+                count: 1,
+                dtype: 3,
+                rank: 0,
+                reserved: [0; 6],
+            }];
+            let elements = [ElementView {
+                tensors: tensors.as_ptr(),
+                n_tensors: 1,
+            }];
+            // SAFETY: every pointer is to a live local of the stated length, and `outputs`'
+            // allocator follows ABI.md §11.4.
+            unsafe {
+                E.process_lent(
+                    handle,
+                    elements.as_ptr(),
+                    1,
+                    seeds.as_ptr(),
+                    seeds.len(),
+                    &outputs,
+                )
+            }
+        };
+        // `Boom` implements `map` only: the default lent path copies the changed tensors
+        // (none here: it returns its input) into host buffers.
+        assert_eq!(call(h, 3, &[1]), status::OK);
+        assert_eq!(E.output_len(h), 0);
+        assert!(
+            buffers.borrow().is_empty(),
+            "an unchanged element writes nothing"
+        );
+        for (v, want, says) in [
+            (7, status::PLUGIN_ERROR, "7 is over the limit"),
+            (11, status::PANIC, "panicked: way over the limit"),
+        ] {
+            assert_eq!(call(h, v, &[1]), want);
+            let msg = text(E.error_ptr(h), E.error_len(h));
+            assert!(msg.contains(says), "{msg}");
+        }
+        assert_eq!(call(h, 3, &[]), status::INVALID_INPUT);
+        assert!(text(E.error_ptr(h), E.error_len(h)).contains("1 elements but 0 seeds"));
+        // SAFETY: a null `outputs` is refused before anything is read.
+        let code = unsafe {
+            E.process_lent(
+                h,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(code, status::INVALID_INPUT);
+        E.destroy(h);
+        assert_eq!(call(h, 3, &[1]), status::UNKNOWN_INSTANCE);
     }
 
     #[test]

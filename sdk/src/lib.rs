@@ -51,25 +51,37 @@
 //! # Ok::<(), sluice_sdk::Error>(())
 //! ```
 //!
-//! **Cost.** A call's elements are copied across the boundary and back (the wire format), so
-//! a plugin costs about one memory copy per byte per direction on top of its own work: run
-//! image augmentations on `u8` images (before the conversion to `f32`, where the data is four
-//! times smaller), and declare only the features you need as `inputs` (only those are sent).
+//! **Cost.** Through the wire format (WASM hosts, version-1 hosts, byte strings, `flat_map`
+//! and `batch`), a call's elements are copied across the boundary and back: four copies per
+//! tensor on top of the plugin's own work. A native host of ABI version 2 calls `map` and
+//! `filter` plugins through the *lent path* instead ([`lent`]): implement
+//! [`Plugin::map_lent`] to read the inputs where the host keeps them and write your outputs
+//! straight into the host's buffers, and nothing is copied (the default `map_lent`, for a
+//! plugin that implements only `map`, copies twice). Either way, declare only the features
+//! you need as `inputs` (only those are sent), and leave the elements you do not change
+//! unwritten.
 //!
-//! - [`abi`]: the version, symbol names and status codes.
+//! - [`abi`]: the version, symbol names and status codes, and the lent path's structures.
 //! - [`wire`]: the element wire format (batches of named tensors).
+//! - [`lent`]: the lent path's views ([`ElementRef`]) and output buffers ([`Outputs`]).
 //! - [`Plugin`], [`PluginInfo`], [`Config`], [`Rng`]: the author's API.
 //! - [`export_plugin!`]: the exported entry points (the crate's only `unsafe` code is in
-//!   [`export`], each block with its reasoning).
+//!   [`export`] and [`lent`], each block with its reasoning).
 #![deny(unsafe_code)]
 
 pub mod abi;
 mod error;
 #[allow(unsafe_code)]
 pub mod export;
+#[allow(unsafe_code)]
+pub mod lent;
 mod plugin;
 pub mod wire;
 
 pub use error::{Error, Result};
-pub use plugin::{Config, Feature, Kind, Plugin, PluginInfo, Rng, process, process_into};
+pub use lent::{DataMut, DataRef, ElementRef, Outputs, TensorRef};
+pub use plugin::{
+    Config, Feature, Kind, Plugin, PluginInfo, Rng, map_lent_via_map, process, process_into,
+    run_map_lent,
+};
 pub use wire::{DType, Data, Element, Entry, Tensor};

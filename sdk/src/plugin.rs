@@ -1,11 +1,14 @@
 //! The author's side: the [`Plugin`] trait, its metadata ([`PluginInfo`]), configuration
 //! ([`Config`]) and randomness ([`Rng`]).
 
+use std::cell::Cell;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::abi::ABI_VERSION;
 use crate::error::{Error, Result};
+use crate::lent::{Arena, ElementRef, Outputs, Sink};
 use crate::wire::{DType, Element, Encoder, Entry, decode_batch};
 
 /// What a plugin does with the elements of a call.
@@ -62,30 +65,50 @@ impl Feature {
 
     /// Checks `element` has this feature as declared; the error names the feature.
     pub fn check(&self, element: &Element, index: usize) -> Result<()> {
-        let t = element.get(&self.name).ok_or_else(|| {
-            Error::invalid_input(format!(
+        let found = element
+            .get(&self.name)
+            .map(|t| (t.dtype(), t.shape.as_slice()));
+        self.check_found(found, index, || {
+            element.tensors.iter().map(|t| t.name.clone()).collect()
+        })
+    }
+
+    /// [`Feature::check`] on a lent element.
+    pub fn check_ref(&self, element: &ElementRef<'_>, index: usize) -> Result<()> {
+        let found = element.get(&self.name).map(|t| (t.dtype(), t.shape));
+        self.check_found(found, index, || {
+            element.tensors.iter().map(|t| t.name.to_string()).collect()
+        })
+    }
+
+    fn check_found(
+        &self,
+        found: Option<(DType, &[u64])>,
+        index: usize,
+        names: impl FnOnce() -> Vec<String>,
+    ) -> Result<()> {
+        let Some((dtype, shape)) = found else {
+            return Err(Error::invalid_input(format!(
                 "element {index}: missing feature {:?} (has {:?})",
                 self.name,
-                element.tensors.iter().map(|t| &t.name).collect::<Vec<_>>()
-            ))
-        })?;
+                names()
+            )));
+        };
         if let Some(want) = self.dtype
-            && t.dtype() != want
+            && dtype != want
         {
             return Err(Error::invalid_input(format!(
-                "element {index}: feature {:?} is {}, expected {want}",
+                "element {index}: feature {:?} is {dtype}, expected {want}",
                 self.name,
-                t.dtype()
             )));
         }
         if let Some(rank) = self.rank
-            && t.shape.len() != usize::from(rank)
+            && shape.len() != usize::from(rank)
         {
             return Err(Error::invalid_input(format!(
-                "element {index}: feature {:?} has rank {} (shape {:?}), expected rank {rank}",
+                "element {index}: feature {:?} has rank {} (shape {shape:?}), expected rank {rank}",
                 self.name,
-                t.shape.len(),
-                t.shape
+                shape.len(),
             )));
         }
         Ok(())
@@ -260,6 +283,19 @@ impl Rng {
 /// The host creates one instance per worker thread and never calls one instance from two
 /// threads at once, so methods take `&mut self` (scratch buffers are fine). Randomness must
 /// come from the [`Rng`] given for each element, so results are reproducible.
+///
+/// **Two paths.** A native host of ABI version 2 calls `map` and `filter` plugins through the
+/// *lent path*: [`Plugin::map_lent`] and [`Plugin::filter_lent`] read each element's tensors
+/// where the host keeps them ([`ElementRef`]) and write outputs straight into buffers the
+/// host allocated ([`Outputs`]), so no values are copied across the boundary. Everywhere
+/// else (WASM hosts, version-1 hosts, calls with byte strings, declined calls, `flat_map`
+/// and `batch`) the *wire path* runs [`Plugin::map`] and friends on owned, decoded elements.
+/// Each pair has defaults in terms of the other, so implementing one method of a pair is
+/// enough (implementing neither is an error at the first call): `map_lent` by default copies
+/// the element, runs `map` and copies its changed tensors into host buffers (two copies,
+/// against four on the wire); `map` by default runs `map_lent` on the owned element.
+/// Implement `map_lent` for speed, and `map` too when an in-place kernel is faster on owned
+/// data; both must give the same bits (`sluice plugin check` compares the paths).
 pub trait Plugin: Sized + Send + 'static {
     /// The plugin's metadata.
     fn info() -> PluginInfo;
@@ -268,16 +304,41 @@ pub trait Plugin: Sized + Send + 'static {
     /// [`Error::Config`], shown to the user.
     fn new(config: &Config) -> Result<Self>;
 
-    /// [`Kind::Map`]: the element's output.
+    /// [`Kind::Map`]: the element's output (the wire path). Returned tensors replace or add
+    /// features; features left out are kept. Default: [`run_map_lent`] (runs
+    /// [`Plugin::map_lent`] on the owned element).
     fn map(&mut self, element: Element, rng: &mut Rng) -> Result<Element> {
-        let _ = (element, rng);
-        Err(Error::plugin("this plugin does not implement map"))
+        let _guard = Defaulting::enter("map", "map_lent")?;
+        run_map_lent(self, element, rng)
     }
 
-    /// [`Kind::Filter`]: keep the element?
+    /// [`Kind::Map`] on the lent path: read `element` in place, write each new or replaced
+    /// feature into a buffer from `out` ([`Outputs::like`] for one of the input's shape and
+    /// dtype). Features not written are kept; an element with nothing written passes on
+    /// unchanged. Default: [`map_lent_via_map`] (copies in, runs [`Plugin::map`], copies the
+    /// changed tensors out).
+    fn map_lent(
+        &mut self,
+        element: &ElementRef<'_>,
+        out: &mut Outputs<'_>,
+        rng: &mut Rng,
+    ) -> Result<()> {
+        let _guard = Defaulting::enter("map_lent", "map")?;
+        map_lent_via_map(self, element, out, rng)
+    }
+
+    /// [`Kind::Filter`]: keep the element? Default: [`Plugin::filter_lent`] on a view of it
+    /// (no copy).
     fn filter(&mut self, element: &Element, rng: &mut Rng) -> Result<bool> {
-        let _ = (element, rng);
-        Err(Error::plugin("this plugin does not implement filter"))
+        let _guard = Defaulting::enter("filter", "filter_lent")?;
+        self.filter_lent(&element.view(), rng)
+    }
+
+    /// [`Kind::Filter`] on the lent path: keep the element? Default: [`Plugin::filter`] on an
+    /// owned copy of it.
+    fn filter_lent(&mut self, element: &ElementRef<'_>, rng: &mut Rng) -> Result<bool> {
+        let _guard = Defaulting::enter("filter_lent", "filter")?;
+        self.filter(&element.to_element(), rng)
     }
 
     /// [`Kind::FlatMap`]: the element's outputs (any number).
@@ -292,6 +353,80 @@ pub trait Plugin: Sized + Send + 'static {
         let _ = (elements, rngs);
         Err(Error::plugin("this plugin does not implement batch"))
     }
+}
+
+thread_local! {
+    /// Set while a default method runs its counterpart: a counterpart that is a default too
+    /// means the plugin implements neither.
+    static DEFAULTING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The guard of a default method running its counterpart (see [`DEFAULTING`]).
+struct Defaulting;
+
+impl Defaulting {
+    fn enter(method: &str, counterpart: &str) -> Result<Defaulting> {
+        if DEFAULTING.with(|d| d.replace(true)) {
+            return Err(Error::plugin(format!(
+                "this plugin implements neither `{counterpart}` nor `{method}`"
+            )));
+        }
+        Ok(Defaulting)
+    }
+}
+
+impl Drop for Defaulting {
+    fn drop(&mut self) {
+        DEFAULTING.with(|d| d.set(false));
+    }
+}
+
+/// Runs `plugin`'s [`Plugin::map_lent`] on an owned element: its tensors lent from
+/// `element`, its outputs written into new vectors and merged into `element` (what the
+/// default [`Plugin::map`] does; also a way to test `map_lent` without a host).
+pub fn run_map_lent<P: Plugin>(plugin: &mut P, element: Element, rng: &mut Rng) -> Result<Element> {
+    let mut element = element;
+    let arena = Arena::default();
+    {
+        let view = element.view();
+        let mut out = Outputs::new(Sink::Arena(&arena), 0);
+        plugin.map_lent(&view, &mut out, rng)?;
+    }
+    for t in arena.into_tensors(0) {
+        element.set(t);
+    }
+    Ok(element)
+}
+
+/// The lent path through [`Plugin::map`] (what the default [`Plugin::map_lent`] does): copies
+/// `element` into an owned one, runs `map`, and writes the returned tensors that differ
+/// from the lent ones into host buffers (tensors returned unchanged are not copied back;
+/// for a name returned twice, the last one counts, as on the wire).
+pub fn map_lent_via_map<P: Plugin>(
+    plugin: &mut P,
+    element: &ElementRef<'_>,
+    out: &mut Outputs<'_>,
+    rng: &mut Rng,
+) -> Result<()> {
+    let result = plugin.map(element.to_element(), rng)?;
+    let mut tensors = result.tensors;
+    let mut i = 0;
+    while i < tensors.len() {
+        let later = tensors[i + 1..].iter().any(|t| t.name == tensors[i].name);
+        if later
+            || element
+                .get(&tensors[i].name)
+                .is_some_and(|t| t.same_as(&tensors[i]))
+        {
+            tensors.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+    for t in tensors {
+        out.set(t)?;
+    }
+    Ok(())
 }
 
 /// One call, as the exported `sluice_process` runs it: decodes the input batch, checks the
@@ -414,6 +549,77 @@ pub fn process_into<P: Plugin>(
                 Ok(())
             }
         }
+    }
+}
+
+/// One call of the lent path, as the exported `sluice_process_lent` runs it: checks the
+/// declared input contract and the seeds, runs [`Plugin::map_lent`] (outputs through
+/// `sink`, one [`Outputs`] per element) or [`Plugin::filter_lent`] (decisions into `keep`),
+/// and checks the declared output contract against each element's outputs and kept inputs.
+/// `flat_map` and `batch` plugins decline (they take the wire path).
+pub(crate) fn process_lent<P: Plugin>(
+    plugin: &mut P,
+    info: &PluginInfo,
+    elements: &[ElementRef<'_>],
+    seeds: &[u64],
+    sink: Sink<'_>,
+    keep: &mut [u8],
+) -> Result<()> {
+    if elements.len() != seeds.len() {
+        return Err(Error::invalid_input(format!(
+            "{} elements but {} seeds",
+            elements.len(),
+            seeds.len()
+        )));
+    }
+    if matches!(info.kind, Kind::FlatMap | Kind::Batch) {
+        return Err(Error::declined(format!(
+            "{:?} plugins take the wire path",
+            info.kind
+        )));
+    }
+    for (i, e) in elements.iter().enumerate() {
+        for f in &info.inputs {
+            f.check_ref(e, i)?;
+        }
+    }
+    match info.kind {
+        Kind::Map => {
+            for (i, (e, &seed)) in elements.iter().zip(seeds).enumerate() {
+                let mut out = Outputs::new(sink, i as u32);
+                plugin.map_lent(e, &mut out, &mut Rng::new(seed))?;
+                for f in &info.outputs {
+                    let found = match out.written().iter().rev().find(|w| w.name == f.name) {
+                        Some(w) => Some((w.dtype, w.shape.as_slice())),
+                        None => e.get(&f.name).map(|t| (t.dtype(), t.shape)),
+                    };
+                    f.check_found(found, i, || {
+                        let mut names: Vec<String> =
+                            e.tensors.iter().map(|t| t.name.to_string()).collect();
+                        names.extend(out.written().iter().map(|w| w.name.clone()));
+                        names
+                    })
+                    .map_err(|err| {
+                        Error::plugin(format!("the plugin broke its output contract: {err}"))
+                    })?;
+                }
+            }
+            Ok(())
+        }
+        Kind::Filter => {
+            if keep.len() != elements.len() {
+                return Err(Error::invalid_input(format!(
+                    "{} keep flags for {} elements",
+                    keep.len(),
+                    elements.len()
+                )));
+            }
+            for ((e, &seed), k) in elements.iter().zip(seeds).zip(keep.iter_mut()) {
+                *k = u8::from(plugin.filter_lent(e, &mut Rng::new(seed))?);
+            }
+            Ok(())
+        }
+        Kind::FlatMap | Kind::Batch => unreachable!("declined above"),
     }
 }
 

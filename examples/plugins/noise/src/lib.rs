@@ -15,9 +15,17 @@
 //! gives), then they are added in a loop the compiler vectorizes (SSE2 natively, simd128 in
 //! wasm32). The outputs are those of the plain per-value loop, bit for bit (a test keeps it
 //! as the reference).
+//!
+//! Both paths of the SDK: `map_lent` (native hosts of ABI version 2) reads the image where
+//! the host keeps it and writes the noisy values straight into the host's output buffer (no
+//! copy; an element skipped by `p` is not written at all), and `map` (the wire path: WASM,
+//! older hosts) adds the noise in place to the decoded image. Both give the same bits.
 #![deny(unsafe_code)]
 
-use sluice_sdk::{Config, Data, Element, Error, Feature, Kind, Plugin, PluginInfo, Result, Rng};
+use sluice_sdk::{
+    Config, Data, DataRef, Element, ElementRef, Error, Feature, Kind, Outputs, Plugin, PluginInfo,
+    Result, Rng,
+};
 
 /// Entries in the quantile table (a power of two: indexed by 12 bits).
 const TABLE: usize = 4096;
@@ -156,14 +164,29 @@ impl GaussianNoise {
             apply(block, &noise, f);
         }
         let tail = blocks.into_remainder();
-        let whole = tail.len() / 5 * 5;
-        draw(&mut noise[..whole], table, rng);
-        let mut bits = rng.next_u64();
-        for n in &mut noise[whole..tail.len()] {
-            *n = table[(bits & 0xfff) as usize];
-            bits >>= 12;
-        }
+        draw_tail(&mut noise[..tail.len()], table, rng);
         apply(tail, &noise[..tail.len()], f);
+    }
+
+    /// [`GaussianNoise::add`] from `src` into `dst` (of the same length), for the lent
+    /// path: the same draws in the same order, so the same bits.
+    fn add_into<T: Copy>(
+        src: &[T],
+        dst: &mut [T],
+        table: &[f32; TABLE],
+        rng: &mut Rng,
+        f: impl Fn(T, f32) -> T + Copy,
+    ) {
+        let mut noise = [0.0f32; BLOCK];
+        let mut out = dst.chunks_exact_mut(BLOCK);
+        let mut values = src.chunks_exact(BLOCK);
+        for (o, v) in (&mut out).zip(&mut values) {
+            draw(&mut noise, table, rng);
+            apply_into(v, o, &noise, f);
+        }
+        let (o, v) = (out.into_remainder(), values.remainder());
+        draw_tail(&mut noise[..v.len()], table, rng);
+        apply_into(v, o, &noise[..v.len()], f);
     }
 }
 
@@ -180,11 +203,32 @@ fn draw(noise: &mut [f32], table: &[f32; TABLE], rng: &mut Rng) {
     }
 }
 
+/// The noise of a last block of any length: whole groups of five as [`draw`] does, then
+/// one more random number for the rest (drawn even when there is no rest).
+#[inline(always)]
+fn draw_tail(noise: &mut [f32], table: &[f32; TABLE], rng: &mut Rng) {
+    let whole = noise.len() / 5 * 5;
+    draw(&mut noise[..whole], table, rng);
+    let mut bits = rng.next_u64();
+    for n in &mut noise[whole..] {
+        *n = table[(bits & 0xfff) as usize];
+        bits >>= 12;
+    }
+}
+
 /// `values[i] = f(values[i], noise[i])`: a loop of its own, which the compiler vectorizes.
 #[inline(always)]
 fn apply<T: Copy>(values: &mut [T], noise: &[f32], f: impl Fn(T, f32) -> T) {
     for (v, &n) in values.iter_mut().zip(noise) {
         *v = f(*v, n);
+    }
+}
+
+/// `out[i] = f(values[i], noise[i])`: [`apply`] into another buffer.
+#[inline(always)]
+fn apply_into<T: Copy>(values: &[T], out: &mut [T], noise: &[f32], f: impl Fn(T, f32) -> T) {
+    for ((o, &v), &n) in out.iter_mut().zip(values).zip(noise) {
+        *o = f(v, n);
     }
 }
 
@@ -209,6 +253,10 @@ fn trunc_u8(y: f32) -> u8 {
     } else {
         y as u8
     }
+}
+
+fn wrong_dtype(dtype: sluice_sdk::DType) -> Error {
+    Error::invalid_input(format!("`image` must be u8, f32 or f64, got {dtype}"))
 }
 
 impl Plugin for GaussianNoise {
@@ -245,14 +293,49 @@ impl Plugin for GaussianNoise {
             Data::F32(v) => Self::add(v, &self.noise, rng, |x, n| x + n),
             Data::F64(v) => Self::add(v, &self.noise, rng, |x, n| x + f64::from(n)),
             Data::U8(v) => Self::add(v, &self.noise_u8, rng, noisy_u8),
-            other => {
-                return Err(Error::invalid_input(format!(
-                    "`image` must be u8, f32 or f64, got {}",
-                    other.dtype()
-                )));
-            }
+            other => return Err(wrong_dtype(other.dtype())),
         }
         Ok(element)
+    }
+
+    fn map_lent(
+        &mut self,
+        element: &ElementRef<'_>,
+        out: &mut Outputs<'_>,
+        rng: &mut Rng,
+    ) -> Result<()> {
+        if self.p < 1.0 && rng.f32() >= self.p {
+            // Unchanged: nothing written, so the host keeps the image as it is.
+            return Ok(());
+        }
+        let image = element
+            .get("image")
+            .ok_or_else(|| Error::invalid_input("no `image` feature"))?;
+        match image.data {
+            DataRef::F32(src) => Self::add_into(
+                src,
+                out.f32("image", image.shape)?,
+                &self.noise,
+                rng,
+                |x, n| x + n,
+            ),
+            DataRef::F64(src) => Self::add_into(
+                src,
+                out.f64("image", image.shape)?,
+                &self.noise,
+                rng,
+                |x, n| x + f64::from(n),
+            ),
+            DataRef::U8(src) => Self::add_into(
+                src,
+                out.u8("image", image.shape)?,
+                &self.noise_u8,
+                rng,
+                noisy_u8,
+            ),
+            other => return Err(wrong_dtype(other.dtype())),
+        }
+        Ok(())
     }
 }
 
@@ -393,5 +476,41 @@ mod tests {
             .map(image(Data::I64(vec![1]), vec![]), &mut Rng::new(1))
             .unwrap_err();
         assert!(err.to_string().contains("u8, f32 or f64"), "{err}");
+        let err =
+            sluice_sdk::run_map_lent(&mut p, image(Data::I64(vec![1]), vec![]), &mut Rng::new(1))
+                .unwrap_err();
+        assert!(err.to_string().contains("u8, f32 or f64"), "{err}");
+    }
+
+    /// Bits of the values, so NaN-free comparisons are exact.
+    fn bits(e: &Element) -> Vec<u64> {
+        match &e.get("image").unwrap().data {
+            Data::U8(v) => v.iter().map(|&x| u64::from(x)).collect(),
+            Data::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+            Data::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_lent_path_gives_the_bits_of_the_owned_path() {
+        for config in [&br#"{"sigma": 0.1}"#[..], br#"{"sigma": 0.3, "p": 0.5}"#] {
+            let mut p =
+                <GaussianNoise as Plugin>::new(&Config::from_bytes(config).unwrap()).unwrap();
+            // 7 values: a remainder after the chunks of five.
+            for data in [
+                Data::F32((0..21).map(|i| i as f32 / 21.0).collect()),
+                Data::F64((0..21).map(|i| f64::from(i) / 21.0).collect()),
+                Data::U8((0..21).map(|i| (i * 12) as u8).collect()),
+            ] {
+                let e = image(data, vec![7, 1, 3]);
+                for seed in 0..20 {
+                    let owned = p.map(e.clone(), &mut Rng::new(seed)).unwrap();
+                    let lent =
+                        sluice_sdk::run_map_lent(&mut p, e.clone(), &mut Rng::new(seed)).unwrap();
+                    assert_eq!(bits(&owned), bits(&lent), "seed {seed}");
+                }
+            }
+        }
     }
 }

@@ -10,10 +10,17 @@
 //!   (give it in the image's own units).
 //!
 //! Configuration: `p_gray` (default 0.2), `p_solarize` (default 0.2), `threshold`.
+//!
+//! Both paths of the SDK: `map_lent` (native hosts of ABI version 2) reads the image where
+//! the host keeps it and writes the result into the host's output buffer: grey values
+//! straight from the input (then solarized in place there), or solarized values straight
+//! from the input; an element left as it is is not written at all (no copy). `map` (the
+//! wire path) changes the decoded image in place. Both give the same bits.
 #![deny(unsafe_code)]
 
 use sluice_sdk::{
-    Config, DType, Data, Element, Error, Feature, Kind, Plugin, PluginInfo, Result, Rng,
+    Config, DType, Data, DataRef, Element, ElementRef, Error, Feature, Kind, Outputs, Plugin,
+    PluginInfo, Result, Rng,
 };
 
 /// The plugin.
@@ -42,6 +49,65 @@ impl GraySolarize {
             px.fill(l);
         }
     }
+
+    /// [`GraySolarize::gray_u8`] from `src` into `dst` (values after the last whole pixel
+    /// are kept, as in place).
+    fn gray_u8_into(src: &[u8], dst: &mut [u8]) {
+        let mut out = dst.chunks_exact_mut(3);
+        let mut pixels = src.chunks_exact(3);
+        for (o, px) in (&mut out).zip(&mut pixels) {
+            let l = WEIGHTS[0] * f32::from(px[0])
+                + WEIGHTS[1] * f32::from(px[1])
+                + WEIGHTS[2] * f32::from(px[2]);
+            o.fill(l.round().clamp(0.0, 255.0) as u8);
+        }
+        out.into_remainder().copy_from_slice(pixels.remainder());
+    }
+
+    /// [`GraySolarize::gray_f32`] from `src` into `dst`.
+    fn gray_f32_into(src: &[f32], dst: &mut [f32]) {
+        let mut out = dst.chunks_exact_mut(3);
+        let mut pixels = src.chunks_exact(3);
+        for (o, px) in (&mut out).zip(&mut pixels) {
+            o.fill(WEIGHTS[0] * px[0] + WEIGHTS[1] * px[1] + WEIGHTS[2] * px[2]);
+        }
+        out.into_remainder().copy_from_slice(pixels.remainder());
+    }
+
+    fn solarize_u8(threshold: f32, x: u8) -> u8 {
+        if f32::from(x) >= threshold {
+            255 - x
+        } else {
+            x
+        }
+    }
+
+    fn solarize_f32(threshold: f32, x: f32) -> f32 {
+        if x >= threshold { 1.0 - x } else { x }
+    }
+
+    /// The draws and checks `map` and `map_lent` share: (grey it?, solarize it?), with the
+    /// grey draw kept only for 3 channels.
+    fn decide(&self, shape: &[u64], rng: &mut Rng) -> Result<(bool, bool)> {
+        // Both draws always happen, so each element uses its RNG the same way.
+        let gray = rng.f32() < self.p_gray;
+        let solarize = rng.f32() < self.p_solarize;
+        let channels = shape.last().copied().unwrap_or(0);
+        if gray && channels != 1 && channels != 3 {
+            return Err(Error::invalid_input(format!(
+                "grayscale needs 1 or 3 channels, `image` has shape {shape:?}"
+            )));
+        }
+        Ok((gray && channels == 3, solarize))
+    }
+}
+
+fn wrong_dtype(dtype: DType) -> Error {
+    Error::invalid_input(format!(
+        "`image` must be {} or {}, got {dtype}",
+        DType::U8,
+        DType::F32,
+    ))
 }
 
 /// `l.round().clamp(0.0, 255.0) as u8` for a luma `l` in `[0, 255]` (weights and values are
@@ -79,50 +145,77 @@ impl Plugin for GraySolarize {
     }
 
     fn map(&mut self, mut element: Element, rng: &mut Rng) -> Result<Element> {
-        // Both draws always happen, so each element uses its RNG the same way.
-        let gray = rng.f32() < self.p_gray;
-        let solarize = rng.f32() < self.p_solarize;
         let image = element
             .get_mut("image")
             .ok_or_else(|| Error::invalid_input("no `image` feature"))?;
-        let channels = image.shape.last().copied().unwrap_or(0);
-        if gray && channels != 1 && channels != 3 {
-            return Err(Error::invalid_input(format!(
-                "grayscale needs 1 or 3 channels, `image` has shape {:?}",
-                image.shape
-            )));
-        }
+        let (gray, solarize) = self.decide(&image.shape, rng)?;
         match &mut image.data {
             Data::U8(v) => {
-                if gray && channels == 3 {
+                if gray {
                     Self::gray_u8(v);
                 }
                 if solarize {
                     let t = self.threshold.unwrap_or(128.0);
-                    v.iter_mut()
-                        .for_each(|x| *x = if f32::from(*x) >= t { 255 - *x } else { *x });
+                    v.iter_mut().for_each(|x| *x = Self::solarize_u8(t, *x));
                 }
             }
             Data::F32(v) => {
-                if gray && channels == 3 {
+                if gray {
                     Self::gray_f32(v);
                 }
                 if solarize {
                     let t = self.threshold.unwrap_or(0.5);
-                    v.iter_mut()
-                        .for_each(|x| *x = if *x >= t { 1.0 - *x } else { *x });
+                    v.iter_mut().for_each(|x| *x = Self::solarize_f32(t, *x));
                 }
             }
-            other => {
-                return Err(Error::invalid_input(format!(
-                    "`image` must be {} or {}, got {}",
-                    DType::U8,
-                    DType::F32,
-                    other.dtype()
-                )));
-            }
+            other => return Err(wrong_dtype(other.dtype())),
         }
         Ok(element)
+    }
+
+    fn map_lent(
+        &mut self,
+        element: &ElementRef<'_>,
+        out: &mut Outputs<'_>,
+        rng: &mut Rng,
+    ) -> Result<()> {
+        let image = element
+            .get("image")
+            .ok_or_else(|| Error::invalid_input("no `image` feature"))?;
+        let (gray, solarize) = self.decide(image.shape, rng)?;
+        match image.data {
+            DataRef::U8(_) | DataRef::F32(_) if !gray && !solarize => {}
+            DataRef::U8(src) => {
+                let dst = out.u8("image", image.shape)?;
+                let t = self.threshold.unwrap_or(128.0);
+                if gray {
+                    Self::gray_u8_into(src, dst);
+                    if solarize {
+                        dst.iter_mut().for_each(|x| *x = Self::solarize_u8(t, *x));
+                    }
+                } else {
+                    for (o, &x) in dst.iter_mut().zip(src) {
+                        *o = Self::solarize_u8(t, x);
+                    }
+                }
+            }
+            DataRef::F32(src) => {
+                let dst = out.f32("image", image.shape)?;
+                let t = self.threshold.unwrap_or(0.5);
+                if gray {
+                    Self::gray_f32_into(src, dst);
+                    if solarize {
+                        dst.iter_mut().for_each(|x| *x = Self::solarize_f32(t, *x));
+                    }
+                } else {
+                    for (o, &x) in dst.iter_mut().zip(src) {
+                        *o = Self::solarize_f32(t, x);
+                    }
+                }
+            }
+            other => return Err(wrong_dtype(other.dtype())),
+        }
+        Ok(())
     }
 }
 
@@ -220,5 +313,40 @@ mod tests {
             .map(image(Data::U8(vec![1, 2]), vec![1, 1, 2]), &mut Rng::new(0))
             .unwrap_err();
         assert!(err.to_string().contains("1 or 3 channels"), "{err}");
+        let err = sluice_sdk::run_map_lent(
+            &mut p,
+            image(Data::U8(vec![1, 2]), vec![1, 1, 2]),
+            &mut Rng::new(0),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("1 or 3 channels"), "{err}");
+    }
+
+    #[test]
+    fn the_lent_path_gives_the_bits_of_the_owned_path() {
+        let cfg = Config::from_bytes(br#"{"p_gray": 0.5, "p_solarize": 0.5}"#).unwrap();
+        let mut p = <GraySolarize as Plugin>::new(&cfg).unwrap();
+        let mut changed = 0;
+        for (data, channels) in [
+            (Data::U8((0..24).map(|i| (i * 11) as u8).collect()), 3),
+            (Data::U8((0..24).map(|i| (i * 11) as u8).collect()), 1),
+            (Data::F32((0..24).map(|i| i as f32 / 24.0).collect()), 3),
+            (Data::F32((0..24).map(|i| i as f32 / 24.0).collect()), 1),
+        ] {
+            let e = image(data, vec![2, 24 / 2 / channels, channels]);
+            for seed in 0..40 {
+                let owned = p.map(e.clone(), &mut Rng::new(seed)).unwrap();
+                let lent =
+                    sluice_sdk::run_map_lent(&mut p, e.clone(), &mut Rng::new(seed)).unwrap();
+                let bits = |e: &Element| match &e.get("image").unwrap().data {
+                    Data::F32(v) => v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    Data::U8(v) => v.iter().map(|&x| u32::from(x)).collect(),
+                    other => panic!("{other:?}"),
+                };
+                assert_eq!(bits(&owned), bits(&lent), "seed {seed}");
+                changed += usize::from(owned != e);
+            }
+        }
+        assert!(changed > 40, "{changed} of 160 changed");
     }
 }
