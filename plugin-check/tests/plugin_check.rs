@@ -240,3 +240,35 @@ fn a_version_2_plugin_is_checked_through_both_paths() {
         Outcome::Skipped { reason } if reason.contains("no lent path")
     ));
 }
+
+/// `gray_solarize` written in C, Python, JavaScript and Zig (`examples/plugins/<lang>-*`),
+/// each built with its own toolchain (installed by `.ci/run`), passes every check and agrees
+/// bit for bit with the Rust example's native build, both ways.
+#[test]
+fn the_examples_in_every_language_pass_and_agree_with_the_rust_build() {
+    let workspace = guests::workspace_dir();
+    let native = cdylib_beside_exe("sluice_example_solarize").unwrap();
+    for dir in ["c-solarize", "python-solarize", "js-solarize", "zig-solarize"] {
+        let project =
+            sluice_plugin_build::Project::open(&workspace.join("examples/plugins").join(dir))
+                .unwrap();
+        let built = sluice_plugin_build::build(
+            &project,
+            &sluice_plugin_build::BuildOptions {
+                out_dir: Some(workspace.join("target/plugin-guests").join(dir)),
+                force: false,
+            },
+        )
+        .unwrap_or_else(|e| panic!("building examples/plugins/{dir}: {e}"))
+        .path;
+        let mut o = options(json!({"p_gray": 0.5, "p_solarize": 0.5, "threshold": 100}));
+        o.cases = 6;
+        o.other = Some(native.clone());
+        let report = check(&built, &o).unwrap();
+        assert!(report.passed(), "{dir}:\n{}", render(&report));
+        assert_eq!(outcome(&report, "agrees_with_other"), &Outcome::Pass, "{dir}");
+        o.other = Some(built);
+        let report = check(&native, &o).unwrap();
+        assert!(report.passed(), "{dir}, native against it:\n{}", render(&report));
+    }
+}
