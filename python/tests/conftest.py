@@ -85,3 +85,23 @@ def solarize_component() -> Path:
         cwd=REPO, check=True, env=env, capture_output=True, text=True,
     )
     return Path(out.stdout.strip())
+
+
+@pytest.fixture(scope="session")
+def python_solarize() -> Path:
+    """`gray_solarize` written in Python (examples/plugins/python-solarize), built into a
+    component by `sluice plugin build` with componentize-py (on PATH: .ci/run installs it);
+    the command prints the component's path on its last line."""
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER")}
+    # The CLI the workspace's tests built (`cargo test --workspace` runs first in .ci/run),
+    # else built now.
+    built = target_dir() / "debug" / "sluice"
+    command = [str(built)] if built.exists() else ["cargo", "run", "-q", "-p", "sluice-cli", "--"]
+    out = subprocess.run(
+        [*command, "plugin", "build", "examples/plugins/python-solarize"],
+        cwd=REPO, env=env, capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    return Path(out.stdout.strip().splitlines()[-1])

@@ -32,3 +32,28 @@ def test_a_component_gives_the_core_modules_outputs(solarize_wasm, solarize_comp
         assert int(np.asarray(c["label"])) == int(np.asarray(m["label"]))
         changed += not np.array_equal(np.asarray(c["image"]), original)
     assert changed > 0, "the plugin changed some images"
+
+
+def test_a_plugin_written_in_python_runs_in_a_python_pipeline(python_solarize, solarize_component):
+    """The Python-written gray_solarize, compiled to a sandboxed component, in a pipeline
+    driven from Python: the Rust component's outputs, bit for bit, at any parallelism."""
+    assert python_solarize.read_bytes()[4:8] == b"\x0d\x00\x01\x00"
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 256, size=(40, 8, 7, 3), dtype=np.uint8)
+    config = {"p_gray": 0.5, "p_solarize": 0.5, "threshold": 100}
+
+    def run(plugin, parallel):
+        return [
+            np.asarray(e["image"])
+            for e in sluice.from_tensor_slices({"image": images})
+            .map_plugin(plugin, config=config, num_parallel=parallel, chunk_size=4)
+            .options(seed=5)
+            .collect()
+        ]
+
+    python = run(python_solarize, 2)
+    rust = run(solarize_component, 1)
+    assert len(python) == len(rust) == 40
+    for p, r in zip(python, rust):
+        np.testing.assert_array_equal(p, r)
+    assert sum(not np.array_equal(p, i) for p, i in zip(python, images)) > 0
