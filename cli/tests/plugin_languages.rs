@@ -161,6 +161,8 @@ fn new_build_check_run(lang: &str, work: &Path) -> PathBuf {
 #[test]
 fn a_rust_template_builds_checks_and_runs() {
     let work = tempfile::tempdir().unwrap();
+    // Inside another Cargo workspace (as in this repository): the template is its own.
+    std::fs::write(work.path().join("Cargo.toml"), "[workspace]\nmembers = []\n").unwrap();
     let dir = new_build_check_run("rust", work.path());
     own_test(&dir, "cargo", &["test", "--quiet"]);
 }
