@@ -1,7 +1,7 @@
 //! What the checks found: one [`Outcome`] per check, in a [`Report`], and its text.
 
 use serde::Serialize;
-use sluice_sdk::PluginInfo;
+use sluice_sdk::{Kind, PluginInfo};
 
 /// How one check ended.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -54,11 +54,24 @@ impl Report {
     }
 }
 
+/// A kind as pipeline files and the WIT worlds spell it (`map`, `flat_map`).
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Map => "map",
+        Kind::Filter => "filter",
+        Kind::FlatMap => "flat_map",
+        Kind::Batch => "batch",
+    }
+}
+
 /// The report as text: one line per check, then the totals.
 pub fn render(report: &Report) -> String {
     let mut s = format!(
-        "sluice plugin check: {} ({} {}, {:?}) from {}\n",
-        report.info.name, report.info.name, report.info.version, report.info.kind, report.plugin
+        "sluice plugin check: {} {} ({}) from {}\n",
+        report.info.name,
+        report.info.version,
+        kind_name(report.info.kind),
+        report.plugin
     );
     let (mut pass, mut fail, mut skip) = (0, 0, 0);
     for c in &report.checks {
@@ -90,4 +103,27 @@ pub fn render(report: &Report) -> String {
         "totals: pass {pass}, FAIL {fail}, skipped {skip}\n"
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_names_the_plugin_once() {
+        let report = Report {
+            plugin: "my-plug/build/my-plug.wasm".to_string(),
+            info: PluginInfo::new("my-plug", "0.1.0", Kind::FlatMap),
+            checks: vec![CheckResult {
+                check: "deterministic",
+                outcome: Outcome::Pass,
+            }],
+        };
+        let text = render(&report);
+        assert_eq!(
+            text.lines().next(),
+            Some("sluice plugin check: my-plug 0.1.0 (flat_map) from my-plug/build/my-plug.wasm"),
+            "{text}"
+        );
+    }
 }
