@@ -132,7 +132,7 @@ fn readme(language: Language, name: &str) -> String {
          ## Build, check, run\n\n\
          Needs {toolchain}.\n\n\
          ```sh\n\
-         sluice plugin build {name}          # prints the component's path last: {name}/build/{name}.wasm\n\
+         sluice plugin build {name}          # prints the component's absolute path last: /.../{name}/build/{name}.wasm\n\
          sluice plugin check {name}/build/{name}.wasm\n\
          ```\n\n\
          In a pipeline file:\n\n\
