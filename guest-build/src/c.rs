@@ -1,5 +1,6 @@
-//! C plugins written from `sdk/ABI.md` alone (`examples/plugins/c-*`), compiled to wasm32
-//! with clang and lld (which `.ci/run` installs), as their READMEs say.
+//! C plugins written from `sdk/ABI.md` alone (core modules: `examples/plugins/c-brightness`
+//! and `c-invert`), compiled to wasm32 with clang and lld (which `.ci/run` installs), as
+//! their READMEs say. `c-solarize`, a component, is built by `sluice-plugin-build`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

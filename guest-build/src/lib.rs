@@ -9,7 +9,8 @@
 //! - [`build_component`] / [`build_component_with`]: a Rust guest crate of the component
 //!   worlds (`sdk/wit/sluice.wit`, e.g. `sluice-example-noise-component`), built the same
 //!   way and made a component with the `wit-component` crate.
-//! - [`c`]: a C plugin (`examples/plugins/c-*`) with clang.
+//! - [`c`]: a C plugin of the core-module ABI (`examples/plugins/c-brightness`, `c-invert`)
+//!   with clang.
 //!
 //! ```no_run
 //! let workspace = sluice_guest_build::workspace_dir();

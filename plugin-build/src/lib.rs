@@ -9,7 +9,7 @@
 //! | Rust | cargo, `wasm32-unknown-unknown` | `wit-bindgen` (crates.io); the core module made a component here (wit-component) |
 //! | C | clang, wasi-libc (Debian) | bindings from wit-bindgen's C generator (here, as a library); clang; made a component here |
 //! | Python | componentize-py (PyPI) | `componentize-py componentize` (CPython in the component: imports sandboxed WASI) |
-//! | JavaScript | componentize-js (npm), node | `componentize-js` (StarlingMonkey in the component: imports sandboxed WASI for stdio) |
+//! | JavaScript | componentize-js (npm), node | `componentize-js` (StarlingMonkey in the component: imports sandboxed WASI: stdio, the wall clock, the filesystem) |
 //! | Zig | zig (PyPI's `ziglang`) | the C bindings compiled by Zig beside the plugin's Zig code; made a component here |
 //!
 //! ```no_run

@@ -21,7 +21,8 @@ pub enum Language {
     Python,
     /// JavaScript, with componentize-js (npm).
     Js,
-    /// Zig, with the C bindings compiled by `zig cc` and the plugin in Zig.
+    /// Zig: the C bindings translated into a Zig module (`zig translate-c`) and compiled
+    /// with the plugin by `zig build-exe`.
     Zig,
 }
 

@@ -1,7 +1,7 @@
-//! Plugins in other languages (issue 23): the `gray_solarize` and `gaussian_noise` examples
-//! written in C, Python, JavaScript and Zig (`examples/plugins/<lang>-*`), built with their
-//! own toolchains (sluice-plugin-build), give the same bits as the Rust example's native
-//! build for the same seeds and configuration, at any parallelism. The Python and
+//! Plugins in other languages (issue 23): the `gray_solarize` example written in C,
+//! Python, JavaScript and Zig (`examples/plugins/<lang>-solarize`), built with their own
+//! toolchains (sluice-plugin-build), gives the same bits as the Rust example's native build
+//! for the same seeds and configuration, at any parallelism. The Python and
 //! JavaScript components import WASI: the sandbox's randomness and clocks leave their
 //! outputs a function of the seeds (two runs, the same bits).
 //!
