@@ -9,23 +9,33 @@
 //!   copies, which both pay).
 //! - `plugin_64x224/*`: `PluginStage::call` of 64 224×224×3 images (kernel + boundary) for
 //!   both benchmark transforms (`gaussian_noise` σ 0.05, `gray_solarize` 0.2/0.2, as in the
-//!   augment bench) on `u8` images (and `f32` for noise): native library, core module,
-//!   component (`map-transform` world).
+//!   augment bench) on `u8` images (and `f32` for noise): native library (`native`: the lent
+//!   path of ABI version 2; `nativewire`: the same library forced through the wire format,
+//!   the version-1 path), core module (`wasm`), component (`component`: `map-transform`
+//!   world).
+//! - `languages_64x224/*`: the same call of `gray_solarize` (0.2/0.2, `u8`) as the examples
+//!   in other languages, components built with their own toolchains (sluice-plugin-build,
+//!   into `target/plugin-guests/`): C, Zig, JavaScript, Python (`examples/plugins/LANG-solarize`;
+//!   `gaussian_noise` exists in Rust only). Flat sampling: the slow ones take a second per
+//!   iteration.
 //! - `abi_call/*_component`: the no-op `faulty` plugin as a `batch-transform` component.
 //!
 //! ```sh
 //! cargo bench -p sluice-plugin-wasm --bench wasm_calls
+//! # the per-language cost table's rows only (bench/plugin_costs.sh):
+//! cargo bench -p sluice-plugin-wasm --bench wasm_calls -- 'plugin_64x224|languages_64x224'
 //! ```
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, SamplingMode, criterion_group, criterion_main};
 use serde_json::json;
 use sluice_core::prelude::*;
 use sluice_core::rng::{ElementRng, StreamKey};
 use sluice_guest_build as guests;
-use sluice_plugin_host::{Backend, PluginStage};
+use sluice_plugin_build::{BuildOptions, Project};
+use sluice_plugin_host::{Backend, CallPath, PluginStage};
 use sluice_plugin_native::NativePlugin;
 use sluice_plugin_wasm::{WasmOptions, WasmPlugin};
 
@@ -35,6 +45,21 @@ fn wasm(package: &str) -> PathBuf {
 
 fn component(package: &str) -> PathBuf {
     guests::build_component(&guests::workspace_dir(), package).unwrap()
+}
+
+/// The component of the example in `examples/plugins/<dir>`, built with its language's
+/// toolchain into `target/plugin-guests/<dir>` (as `tests/languages.rs` does: rebuilt only
+/// when a source is newer).
+fn example(dir: &str) -> PathBuf {
+    let workspace = guests::workspace_dir();
+    let project = Project::open(&workspace.join("examples/plugins").join(dir)).unwrap();
+    let options = BuildOptions {
+        out_dir: Some(workspace.join("target/plugin-guests").join(dir)),
+        force: false,
+    };
+    sluice_plugin_build::build(&project, &options)
+        .unwrap_or_else(|e| panic!("building examples/plugins/{dir}: {e}"))
+        .path
 }
 
 fn no_cache() -> WasmOptions {
@@ -214,19 +239,21 @@ fn bench(c: &mut Criterion) {
             json!({"p_gray": 0.2, "p_solarize": 0.2}),
         ),
     ] {
-        let backends: [(&str, Arc<dyn Backend>); 3] = [
-            (
-                "native",
-                NativePlugin::load(native(&package.replace('-', "_"))).unwrap(),
-            ),
+        let library: Arc<dyn Backend> =
+            NativePlugin::load(native(&package.replace('-', "_"))).unwrap();
+        let backends: [(&str, Arc<dyn Backend>, CallPath); 4] = [
+            ("native", library.clone(), CallPath::Lent),
+            ("nativewire", library, CallPath::Wire),
             (
                 "wasm",
                 WasmPlugin::load_with(wasm(package), &no_cache()).unwrap(),
+                CallPath::Lent,
             ),
             (
                 "component",
                 WasmPlugin::load_with(component(&format!("{package}-component")), &no_cache())
                     .unwrap(),
+                CallPath::Lent,
             ),
         ];
         let pixel_kinds: &[(&str, bool)] = if plugin == "noise" {
@@ -236,8 +263,8 @@ fn bench(c: &mut Criterion) {
         };
         for &(pixels, u8_pixels) in pixel_kinds {
             let imgs = images(64, u8_pixels);
-            for (host, backend) in &backends {
-                let stage = PluginStage::new(backend.clone(), &config).unwrap();
+            for (host, backend, path) in &backends {
+                let stage = PluginStage::with_path(backend.clone(), &config, *path).unwrap();
                 g.bench_function(format!("{plugin}_{pixels}_{host}"), |b| {
                     b.iter_batched(
                         || (imgs.clone(), rngs(64)),
@@ -247,6 +274,30 @@ fn bench(c: &mut Criterion) {
                 });
             }
         }
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("languages_64x224");
+    g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
+    let config = json!({"p_gray": 0.2, "p_solarize": 0.2});
+    let imgs = images(64, true);
+    for language in ["c", "zig", "js", "python"] {
+        // Cached compiled code: the Python and JavaScript components (their languages'
+        // runtimes) take a while to compile.
+        let plugin = WasmPlugin::load_with(
+            example(&format!("{language}-solarize")),
+            &WasmOptions::default(),
+        )
+        .unwrap();
+        let stage = PluginStage::new(plugin, &config).unwrap();
+        g.bench_function(format!("solarize_u8_{language}"), |b| {
+            b.iter_batched(
+                || (imgs.clone(), rngs(64)),
+                |(e, mut r)| stage.call(e, &mut r).unwrap().len(),
+                BatchSize::SmallInput,
+            )
+        });
     }
     g.finish();
 }
