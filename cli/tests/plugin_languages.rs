@@ -240,6 +240,20 @@ fn a_missing_toolchain_names_the_package_to_install_and_bad_input_is_refused() {
         .args(["plugin", "build", "nopy"]));
     assert_ne!(code, 0);
     assert!(stderr.contains("pip install componentize-py"), "{stderr}");
+    let (code, _, _) = run(sluice()
+        .current_dir(work.path())
+        .args(["plugin", "new", "--lang", "js", "nojs"]));
+    assert_eq!(code, 0);
+    let (code, _, stderr) = run(sluice()
+        .current_dir(work.path())
+        .env("SLUICE_COMPONENTIZE_JS", work.path().join("nowhere"))
+        .args(["plugin", "build", "nojs"]));
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("npm install --save-dev @bytecodealliance/componentize-js@0.23.0"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("set SLUICE_COMPONENTIZE_JS"), "{stderr}");
     let (code, _, stderr) = run(sluice()
         .current_dir(work.path())
         .args(["plugin", "build", "missing"]));

@@ -331,7 +331,7 @@ fn rust(project: &Project, out: &Path) -> Result<(), Error> {
                 what: "the wasm32-unknown-unknown target of Rust".to_string(),
                 env: CARGO.env,
                 also: String::new(),
-                install: "rustup target add wasm32-unknown-unknown".to_string(),
+                install: "`rustup target add wasm32-unknown-unknown`".to_string(),
             }
         }
         e => e,

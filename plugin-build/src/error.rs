@@ -18,8 +18,8 @@ pub enum Error {
     UnknownLanguage(String),
     /// A toolchain program is not installed (nothing is installed silently).
     #[error(
-        "{what} not found (looked in ${env}, then PATH{also}): install it with `{install}`, \
-         or set {env} to its path"
+        "{what} not found (looked in ${env}, then PATH{also}): install it with {install}, or \
+         set {env} to its path"
     )]
     MissingTool {
         /// What was looked for (`componentize-py`, ...).
@@ -28,7 +28,7 @@ pub enum Error {
         env: &'static str,
         /// Other places looked in, as text (`, then ./node_modules/.bin`).
         also: String,
-        /// The command that installs it.
+        /// How to install it (commands in backticks).
         install: String,
     },
     /// A toolchain program failed.

@@ -106,7 +106,8 @@ fn readme(language: Language, name: &str) -> String {
         Language::Js => (
             "JavaScript",
             "Node.js and componentize-js: `npm install` here (package.json names \
-             @bytecodealliance/componentize-js)",
+             `@bytecodealliance/componentize-js` as a devDependency; `sluice plugin build` \
+             finds it in `node_modules/.bin`), or `SLUICE_COMPONENTIZE_JS` naming one",
             "node --test",
             "`transform.js`: the transform (plain JavaScript); `plugin.js`: the world's \
              exports; `transform.test.js`: tests.",

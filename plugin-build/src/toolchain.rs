@@ -22,7 +22,7 @@ pub struct Tool {
     pub names: &'static [&'static str],
     /// The environment variable that names it.
     pub env: &'static str,
-    /// How to install it.
+    /// How to install it, as the rest of "install it with ...", commands in backticks.
     pub install: &'static str,
 }
 
@@ -31,7 +31,7 @@ pub const CLANG: Tool = Tool {
     what: "clang",
     names: &["clang"],
     env: "SLUICE_CLANG",
-    install: "apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32",
+    install: "`apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32`",
 };
 
 /// Zig (the compiler and its bundled wasi-libc), from PyPI's `ziglang`.
@@ -39,7 +39,7 @@ pub const ZIG: Tool = Tool {
     what: "zig",
     names: &["zig", "python-zig"],
     env: "SLUICE_ZIG",
-    install: "pip install ziglang==0.17.*",
+    install: "`pip install ziglang==0.17.*`",
 };
 
 /// componentize-py (Python plugins).
@@ -47,15 +47,17 @@ pub const COMPONENTIZE_PY: Tool = Tool {
     what: "componentize-py",
     names: &["componentize-py"],
     env: "SLUICE_COMPONENTIZE_PY",
-    install: "pip install componentize-py==0.25.*",
+    install: "`pip install componentize-py==0.25.*`",
 };
 
-/// componentize-js (JavaScript plugins), run with node.
+/// componentize-js (JavaScript plugins), run with node; also found in the project's
+/// `node_modules/.bin` (the JavaScript template and example name it as a devDependency).
 pub const COMPONENTIZE_JS: Tool = Tool {
     what: "componentize-js",
     names: &["componentize-js"],
     env: "SLUICE_COMPONENTIZE_JS",
-    install: "npm install (in the project: package.json names @bytecodealliance/componentize-js)",
+    install: "`npm install --save-dev @bytecodealliance/componentize-js@0.23.0` in the \
+              project (the build then finds it in the project's node_modules/.bin)",
 };
 
 /// node, which runs componentize-js.
@@ -63,7 +65,7 @@ pub const NODE: Tool = Tool {
     what: "node",
     names: &["node"],
     env: "SLUICE_NODE",
-    install: "apt-get install nodejs (Node.js 18 or later)",
+    install: "`apt-get install nodejs` (Node.js 18 or later)",
 };
 
 /// cargo (Rust plugins), with the `wasm32-unknown-unknown` target.
