@@ -36,6 +36,9 @@ Examples:
 
 Run `sluice help <COMMAND>` for the options of a command.
 
+Environment: SLUICE_LOG filters the log on stderr (EnvFilter syntax; default
+\"warn,sluice::plugin=info\": warnings, and what plugins print).
+
 Exit status: 0 on success, 1 if a file is damaged or unreadable, 2 on a usage error."
 )]
 struct Cli {
@@ -54,8 +57,34 @@ enum Command {
     Plugin(plugin_cmd::PluginArgs),
 }
 
+/// The log on stderr when `SLUICE_LOG` is unset: warnings and errors, and what plugins print
+/// (Python's `print`, JavaScript's `console.log`: target `sluice::plugin`, `info`).
+const DEFAULT_LOG: &str = "warn,sluice::plugin=info";
+
+/// Prints the `tracing` log on stderr, filtered by `SLUICE_LOG` (`tracing-subscriber`'s
+/// `EnvFilter` syntax, e.g. `off`, `info`, `warn,sluice::plugin=off`), else [`DEFAULT_LOG`].
+fn init_log() {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("SLUICE_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
+            eprintln!(
+                "sluice: SLUICE_LOG={spec:?} is not a log filter ({e}): using {DEFAULT_LOG:?}"
+            );
+            EnvFilter::new(DEFAULT_LOG)
+        }),
+        _ => EnvFilter::new(DEFAULT_LOG),
+    };
+    // `try_init`: nothing to do if a subscriber is already set.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_log();
     let outcome = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Cat(args) => cat::run(&args),

@@ -48,7 +48,7 @@ fn own_test(dir: &Path, program: &str, args: &[&str]) {
 }
 
 /// The output shards of a pipeline through the plugin `built` (`p`: its probability) on
-/// `data`, written as `tag`.
+/// `data`, written as `tag`, and what `sluice run` printed on stderr.
 fn pipeline_output(
     lang: &str,
     work: &Path,
@@ -56,7 +56,7 @@ fn pipeline_output(
     built: &Path,
     p: f64,
     tag: &str,
-) -> Vec<Vec<u8>> {
+) -> (Vec<Vec<u8>>, String) {
     let text = format!(
         r#"name = "template_{lang}"
 [source]
@@ -88,6 +88,7 @@ batch_size = 3
     std::fs::write(&file, text).unwrap();
     let out = work.join(format!("out-{lang}-{tag}"));
     let (code, stdout, stderr) = run(sluice()
+        .env_remove("SLUICE_LOG")
         .arg("run")
         .arg(&file)
         .arg("--output")
@@ -101,11 +102,19 @@ batch_size = 3
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    files.iter().map(|f| std::fs::read(f).unwrap()).collect()
+    let shards = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    (shards, stderr)
 }
 
 /// new, build, check and run a pipeline with the template of `lang`; returns its dir.
 fn new_build_check_run(lang: &str, work: &Path) -> PathBuf {
+    let dir = new_template(lang, work);
+    build_check_run(lang, work, &dir);
+    dir
+}
+
+/// `sluice plugin new` of the template of `lang` in `work`; returns its dir.
+fn new_template(lang: &str, work: &Path) -> PathBuf {
     let name = format!("my-{lang}-plug");
     let (code, stdout, stderr) = run(sluice()
         .current_dir(work)
@@ -117,8 +126,14 @@ fn new_build_check_run(lang: &str, work: &Path) -> PathBuf {
     );
     let dir = work.join(&name);
     assert!(dir.join("sluice-plugin.toml").is_file());
+    dir
+}
 
-    let (code, stdout, stderr) = run(sluice().current_dir(work).args(["plugin", "build", &name]));
+/// build and check the project `dir` of `lang`, and run pipelines with it; returns the
+/// stderr of the first `sluice run`.
+fn build_check_run(lang: &str, work: &Path, dir: &Path) -> String {
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    let (code, stdout, stderr) = run(sluice().current_dir(work).args(["plugin", "build", name]));
     assert_eq!(code, 0, "sluice plugin build {name}:\n{stderr}");
     let built = PathBuf::from(stdout.lines().last().expect("a last line").trim());
     let built = if built.is_absolute() {
@@ -144,25 +159,29 @@ fn new_build_check_run(lang: &str, work: &Path) -> PathBuf {
         "--images", "6", "--size", "32", "--shards", "1", "--seed", "0",
     ]));
     assert_eq!(code, 0, "{stderr}");
-    let a = pipeline_output(lang, work, &data, &built, 0.5, "a");
+    let (a, stderr) = pipeline_output(lang, work, &data, &built, 0.5, "a");
     assert_eq!(
         a,
-        pipeline_output(lang, work, &data, &built, 0.5, "b"),
+        pipeline_output(lang, work, &data, &built, 0.5, "b").0,
         "the same seed, the same bytes"
     );
     assert_ne!(
         a,
-        pipeline_output(lang, work, &data, &built, 0.0, "plain"),
+        pipeline_output(lang, work, &data, &built, 0.0, "plain").0,
         "the plugin changes the images"
     );
-    dir
+    stderr
 }
 
 #[test]
 fn a_rust_template_builds_checks_and_runs() {
     let work = tempfile::tempdir().unwrap();
     // Inside another Cargo workspace (as in this repository): the template is its own.
-    std::fs::write(work.path().join("Cargo.toml"), "[workspace]\nmembers = []\n").unwrap();
+    std::fs::write(
+        work.path().join("Cargo.toml"),
+        "[workspace]\nmembers = []\n",
+    )
+    .unwrap();
     let dir = new_build_check_run("rust", work.path());
     own_test(&dir, "cargo", &["test", "--quiet"]);
 }
@@ -188,7 +207,22 @@ fn a_c_template_builds_checks_and_runs() {
 #[test]
 fn a_python_template_builds_checks_and_runs() {
     let work = tempfile::tempdir().unwrap();
-    let dir = new_build_check_run("python", work.path());
+    let dir = new_template("python", work.path());
+    // What the plugin prints reaches `sluice run`'s stderr (the CLI's log, SLUICE_LOG unset).
+    let file = dir.join("map_element.py");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let create = "        try:\n            return cls(*parse_config(config))";
+    assert!(text.contains(create), "{text}");
+    let text = text.replace(
+        create,
+        &format!("        print(\"hello from create\")\n{create}"),
+    );
+    std::fs::write(&file, text).unwrap();
+    let stderr = build_check_run("python", work.path(), &dir);
+    assert!(
+        stderr.contains("sluice::plugin: hello from create"),
+        "{stderr}"
+    );
     own_test(&dir, "python3", &["-m", "unittest", "-q"]);
 }
 
