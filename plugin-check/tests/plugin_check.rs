@@ -248,7 +248,12 @@ fn a_version_2_plugin_is_checked_through_both_paths() {
 fn the_examples_in_every_language_pass_and_agree_with_the_rust_build() {
     let workspace = guests::workspace_dir();
     let native = cdylib_beside_exe("sluice_example_solarize").unwrap();
-    for dir in ["c-solarize", "python-solarize", "js-solarize", "zig-solarize"] {
+    for dir in [
+        "c-solarize",
+        "python-solarize",
+        "js-solarize",
+        "zig-solarize",
+    ] {
         let project =
             sluice_plugin_build::Project::open(&workspace.join("examples/plugins").join(dir))
                 .unwrap();
@@ -266,9 +271,17 @@ fn the_examples_in_every_language_pass_and_agree_with_the_rust_build() {
         o.other = Some(native.clone());
         let report = check(&built, &o).unwrap();
         assert!(report.passed(), "{dir}:\n{}", render(&report));
-        assert_eq!(outcome(&report, "agrees_with_other"), &Outcome::Pass, "{dir}");
+        assert_eq!(
+            outcome(&report, "agrees_with_other"),
+            &Outcome::Pass,
+            "{dir}"
+        );
         o.other = Some(built);
         let report = check(&native, &o).unwrap();
-        assert!(report.passed(), "{dir}, native against it:\n{}", render(&report));
+        assert!(
+            report.passed(),
+            "{dir}, native against it:\n{}",
+            render(&report)
+        );
     }
 }

@@ -284,7 +284,10 @@ fn imports_other_versions_and_foreign_components_are_refused_at_load() {
         ),
         "{err}"
     );
-    assert!(err.contains("other WASI interfaces and versions are not provided"), "{err}");
+    assert!(
+        err.contains("other WASI interfaces and versions are not provided"),
+        "{err}"
+    );
 
     let other_version = write(
         dir.path(),
