@@ -297,3 +297,94 @@ fn fixed_length_records_match_tensorflow() {
         );
     }
 }
+
+/// The same sources from pipeline files: `format` and the format's keys in `[source]`,
+/// with `interleave`, `shard` and `batch` after them.
+#[test]
+fn pipeline_files_read_every_format() {
+    let dir = fixtures();
+    let file = |source: &str, stages: &str| {
+        let text = format!(
+            "[source]\ndir = {:?}\n{source}\n{stages}",
+            dir.to_str().unwrap()
+        );
+        sluice_core::pipeline_file::PipelineFile::from_toml(&text).unwrap()
+    };
+    let csv = file(
+        r#"files = "numbers.csv.gz"
+format = "csv"
+compression_type = "GZIP"
+record_defaults = [0, { type = "float64", default = 0.0 }, ""]
+column_names = ["i", "quarter", "name"]"#,
+        "[[stage]]\nkind = \"shard\"\nnum_shards = 2\nindex = 1\n[[stage]]\nkind = \"batch\"\nbatch_size = 5\n",
+    );
+    let batches = csv.build().unwrap().collect().unwrap();
+    assert_eq!(batches.len(), 5);
+    let first = &batches[0];
+    let TensorData::I32(i) = first.tensor("i").unwrap().data() else {
+        panic!("{first:?}")
+    };
+    assert_eq!(&i[..], &[1, 3, 5, 7, 9]);
+    let TensorData::F64(q) = first.tensor("quarter").unwrap().data() else {
+        panic!("{first:?}")
+    };
+    assert_eq!(q[1], 0.75);
+    // The spec survives a round trip through TOML.
+    let again =
+        sluice_core::pipeline_file::PipelineFile::from_toml(&toml::to_string(&csv).unwrap())
+            .unwrap();
+    assert_eq!(again, csv);
+
+    let lines = file(
+        "files = [\"lines.txt\", \"newlines.txt\"]\nformat = \"text_lines\"",
+        "[[stage]]\nkind = \"interleave\"\ncycle_length = 2\n",
+    );
+    assert_eq!(lines.build().unwrap().collect().unwrap().len(), 10);
+
+    let fixed = file(
+        "files = \"records.bin\"\nformat = \"fixed_length\"\nrecord_bytes = 7\nheader_bytes = 5\nfooter_bytes = 3",
+        "",
+    );
+    let records = fixed.build().unwrap().collect().unwrap();
+    assert_eq!(records.len(), 9);
+    assert_eq!(
+        records[1]
+            .tensor("record")
+            .unwrap()
+            .as_bytes_list()
+            .unwrap()[0]
+            .as_ref(),
+        &[7, 8, 9, 10, 11, 12, 13]
+    );
+
+    // A key of another format, an unknown format, a bad value: errors naming them.
+    for (source, needle) in [
+        (
+            "files = \"records.bin\"\nformat = \"fixed_length\"\nrecord_bytes = 7\nheader = true",
+            "unknown field `header`",
+        ),
+        (
+            "files = \"x.csv\"\nformat = \"cvs\"",
+            "unknown format \"cvs\"",
+        ),
+        (
+            "files = \"x.csv\"\nformat = \"csv\"\nfield_delim = \"ab\"",
+            "`field_delim` must be one byte",
+        ),
+        (
+            "files = \"x.csv\"\nformat = \"csv\"\nrecord_defaults = [{ type = \"int32\", default = \"x\" }]",
+            "is not a int32",
+        ),
+        (
+            "files = \"x.bin\"\nformat = \"fixed_length\"",
+            "missing field `record_bytes`",
+        ),
+    ] {
+        let text = format!("[source]\n{source}\n");
+        let err = sluice_core::pipeline_file::PipelineFile::from_toml(&text)
+            .and_then(|f| f.validate().map(|_| f))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(needle), "{source}: {err}");
+    }
+}

@@ -42,13 +42,14 @@ pub struct FixedLengthSpec {
     pub footer_bytes: u64,
     /// `""` / `none` (default), `gzip`, `zlib` or `auto`.
     #[serde(
+        default,
         alias = "compression",
         with = "crate::sources::format::compression_type",
         skip_serializing_if = "crate::sources::format::is_none"
     )]
     pub compression_type: Compression,
     /// How URLs are reached and read; empty: the environment's settings.
-    #[serde(skip_serializing_if = "StorageSpec::is_empty")]
+    #[serde(default, skip_serializing_if = "StorageSpec::is_empty")]
     pub storage: StorageSpec,
     /// The feature each record is put in (default `record`).
     #[serde(default = "record_name")]
