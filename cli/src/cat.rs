@@ -41,12 +41,26 @@ Examples:
   sluice cat train.tfrecord | head -3
   sluice cat --as sequence-example clips.tfrecord.gz
   sluice cat --as raw --limit 10 data-*.tfrecord
-  sluice cat --on-error skip damaged.tfrecord > good.jsonl"
+  sluice cat --on-error skip damaged.tfrecord > good.jsonl
+  sluice cat --format csv -o header=true -o 'record_defaults=[0, 0.0, \"\"]' prices.csv
+  sluice cat --format text_lines -o compression_type=gzip 'corpus-*.txt.gz'
+  sluice cat --format fixed_length -o record_bytes=3073 data_batch_1.bin --limit 2"
 )]
 pub(crate) struct CatArgs {
-    /// TFRecord files, printed in the order given.
+    /// Files (or glob patterns, or URLs), printed in the order given.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+
+    /// What the files hold: TFRecord (the default), or another source format, whose
+    /// elements are printed as JSON objects (feature -> value), one per line.
+    #[arg(long = "format", value_name = "FORMAT", default_value = "tfrecord")]
+    source_format: String,
+
+    /// An option of --format, KEY=VALUE with the [source] key of a pipeline file and a TOML
+    /// value (a bare word is a string), e.g. `-o header=true -o 'record_defaults=[0, ""]'`.
+    /// Repeatable.
+    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
+    options: Vec<String>,
 
     /// How to print each record.
     #[arg(long = "as", value_enum, value_name = "FORMAT", default_value_t = Format::Example)]
@@ -87,6 +101,15 @@ enum OnError {
 
 /// Runs `sluice cat`.
 pub(crate) fn run(args: &CatArgs) -> Result<ExitCode> {
+    if args.source_format != "tfrecord" || !args.options.is_empty() {
+        return crate::cat_source::run(
+            &args.files,
+            &args.source_format,
+            &args.options,
+            args.limit,
+            args.on_error == OnError::Skip,
+        );
+    }
     let policy = match args.on_error {
         OnError::Fail => CorruptionPolicy::Fail,
         OnError::Skip => CorruptionPolicy::SkipBadData,

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cat;
+mod cat_source;
 mod common;
 mod convert;
 mod demo;

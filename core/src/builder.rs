@@ -7,8 +7,13 @@ use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::Result;
 use crate::rng::ElementRng;
+use crate::sources::csv::CsvSpec;
 use crate::sources::files::{FileList, FilesSpec};
+use crate::sources::fixed_length::FixedLengthSpec;
+use crate::sources::format::{FileFormat, ReadFiles};
 use crate::sources::memory::{FromElements, RangeSpec};
+use crate::sources::storage::StorageSpec;
+use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::TfRecordSpec;
 use crate::stages::batch::BatchSpec;
 use crate::stages::cache::{CacheSpec, CacheStage};
@@ -63,6 +68,76 @@ impl Dataset {
     /// Reads the TFRecord files named by this file-list dataset.
     pub fn read_tfrecord(&self, spec: TfRecordSpec) -> Dataset {
         Dataset::from_stage(spec, vec![self.clone()])
+    }
+
+    /// Reads the files named by this file-list dataset with `format` (CSV, text lines,
+    /// fixed-length records, or a format of one's own), file after file; add
+    /// [`interleave`](Dataset::interleave) to read several at once.
+    pub fn read_files(&self, format: impl FileFormat) -> Dataset {
+        Dataset::from_stage(ReadFiles::new(format), vec![self.clone()])
+    }
+
+    /// The rows of the CSV files matching `patterns` (`tf.data.experimental.CsvDataset`;
+    /// see [`CsvSpec`]).
+    ///
+    /// ```
+    /// use sluice_core::prelude::*;
+    ///
+    /// # fn main() -> sluice_core::Result<()> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("prices.csv");
+    /// std::fs::write(&path, "id,price\n1,9.5\n2,\n").unwrap();
+    /// let spec = CsvSpec {
+    ///     header: true,
+    ///     record_defaults: vec![
+    ///         ColumnDefault::required(CsvType::Int64),
+    ///         ColumnDefault::with_default(CsvType::Float32, CsvValue::Float(0.0)),
+    ///     ],
+    ///     ..CsvSpec::default()
+    /// };
+    /// let rows = Dataset::csv([path.to_str().unwrap()], spec)?.collect()?;
+    /// assert_eq!(rows[1].tensor("id").unwrap().as_i64().unwrap(), &[2]);
+    /// assert_eq!(rows[1].tensor("price").unwrap().as_f32().unwrap(), &[0.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn csv<S: AsRef<str>>(
+        patterns: impl IntoIterator<Item = S>,
+        spec: CsvSpec,
+    ) -> Result<Dataset> {
+        Ok(Dataset::files_in(patterns, &spec.storage)?.read_files(spec))
+    }
+
+    /// The lines of the text files matching `patterns` (`tf.data.TextLineDataset`; see
+    /// [`TextLinesSpec`]).
+    pub fn text_lines<S: AsRef<str>>(
+        patterns: impl IntoIterator<Item = S>,
+        spec: TextLinesSpec,
+    ) -> Result<Dataset> {
+        Ok(Dataset::files_in(patterns, &spec.storage)?.read_files(spec))
+    }
+
+    /// The fixed-length records of the files matching `patterns`
+    /// (`tf.data.FixedLengthRecordDataset`; see [`FixedLengthSpec`]).
+    pub fn fixed_length_records<S: AsRef<str>>(
+        patterns: impl IntoIterator<Item = S>,
+        spec: FixedLengthSpec,
+    ) -> Result<Dataset> {
+        Ok(Dataset::files_in(patterns, &spec.storage)?.read_files(spec))
+    }
+
+    fn files_in<S: AsRef<str>>(
+        patterns: impl IntoIterator<Item = S>,
+        storage: &StorageSpec,
+    ) -> Result<Dataset> {
+        Dataset::files_with(FilesSpec {
+            patterns: patterns
+                .into_iter()
+                .map(|p| p.as_ref().to_string())
+                .collect(),
+            shuffle: false,
+            storage: storage.clone(),
+        })
     }
 
     /// Elements held in memory, with ids `0:0`, `0:1`, ...

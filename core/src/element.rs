@@ -195,6 +195,28 @@ impl Element {
         }
     }
 
+    /// An element of these values (their names distinct), for readers that make many
+    /// elements with the same names (shared, not copied).
+    pub fn from_values(
+        id: ElementId,
+        provenance: Option<Provenance>,
+        values: Vec<(Arc<str>, Value)>,
+    ) -> Element {
+        debug_assert!(
+            values
+                .iter()
+                .enumerate()
+                .all(|(i, (n, _))| values[..i].iter().all(|(m, _)| m != n)),
+            "duplicate value names"
+        );
+        Element {
+            id,
+            provenance,
+            values,
+            units: Units::none(),
+        }
+    }
+
     /// This element with `name` set to `value`.
     pub fn with(mut self, name: &str, value: impl Into<Value>) -> Element {
         self.insert(name, value);

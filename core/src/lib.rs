@@ -135,10 +135,16 @@ use sluice_tensor::pool;
 /// Everything needed to write pipelines: the [`Dataset`], its elements and options, and the
 /// spec of every built-in source and stage.
 pub mod prelude {
+    pub use crate::sources::csv::{ColumnDefault, ColumnRef, CsvSpec, CsvType, CsvValue};
     pub use crate::sources::files::FilesSpec;
+    pub use crate::sources::fixed_length::FixedLengthSpec;
+    pub use crate::sources::format::{
+        FileFormat, OpenedFile, Opening, ReadFiles, Record, RecordError, RecordReader,
+    };
     pub use crate::sources::global_shuffle::GlobalShuffleSpec;
     pub use crate::sources::memory::RangeSpec;
     pub use crate::sources::storage::StorageSpec;
+    pub use crate::sources::text_lines::TextLinesSpec;
     pub use crate::sources::tfrecord::TfRecordSpec;
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::cache::CacheSpec;

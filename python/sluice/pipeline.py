@@ -729,6 +729,165 @@ def tfrecord(
     return Pipeline(_make_source(("tfrecord", json.dumps(spec))))
 
 
+Files = Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]]
+
+
+def _patterns(files: Files) -> List[str]:
+    if isinstance(files, (str, os.PathLike)):
+        return [os.fspath(files)]
+    return [os.fspath(f) for f in files]
+
+
+def _file_source(
+    format: str,
+    files: Files,
+    keys: Mapping[str, Any],
+    shuffle_files: bool,
+    dir: Optional[Union[str, "os.PathLike[str]"]],
+    compression_type: Optional[str],
+    storage: Optional[Mapping[str, Any]],
+) -> Pipeline:
+    """A ``[source]`` of ``format`` with its keys (``None`` values left out)."""
+    spec: Dict[str, Any] = {"files": _patterns(files), "format": format}
+    common = {
+        "shuffle_files": shuffle_files or None,
+        "dir": os.fspath(dir) if dir is not None else None,
+        "compression_type": compression_type,
+        "storage": dict(storage) if storage else None,
+    }
+    spec.update({k: v for k, v in {**common, **keys}.items() if v is not None})
+    return Pipeline(_make_source(("tfrecord", json.dumps(spec))))
+
+
+_CSV_TYPES = ("int32", "int64", "float32", "float64", "string")
+
+
+def _csv_type(d: Any) -> Optional[str]:
+    """The CSV column type a type object names (``np.int64``, ``np.dtype("float32")``,
+    ``tf.int64``, ``int``, ``float``, ``str``, ``bytes``), else ``None``."""
+    if hasattr(d, "as_numpy_dtype"):  # a tf.DType
+        return d.name if d.name in _CSV_TYPES else None
+    if d is int:
+        return "int32"
+    if d is float:
+        return "float32"
+    if d in (str, bytes):
+        return "string"
+    if isinstance(d, (type, np.dtype)):
+        try:
+            name = np.dtype(d).name
+        except TypeError:
+            return None
+        return name if name in _CSV_TYPES else None
+    return None
+
+
+def _csv_default(d: Any) -> Any:
+    """One ``record_defaults`` entry as the pipeline file writes it: a type is a required
+    column of it; a value is a column of its type defaulting to it (``0`` int32, ``0.0``
+    float32, as ``tf.constant`` types them; NumPy scalars keep their dtype; strings are
+    string columns)."""
+    if isinstance(d, (bool, np.bool_)):
+        raise InvalidArgumentError("csv: record_defaults: a boolean is not a CSV column type")
+    if isinstance(d, (type, np.dtype)) or hasattr(d, "as_numpy_dtype"):
+        name = _csv_type(d)
+        if name is None:
+            raise InvalidArgumentError(f"csv: record_defaults: {d!r} is not a CSV column type")
+        return name
+    if isinstance(d, np.generic):
+        name = _csv_type(d.dtype)
+        if name is None or name == "string":
+            raise InvalidArgumentError(f"csv: record_defaults: {d!r} is not a CSV default")
+        return {"type": name, "default": d.item()}
+    if isinstance(d, (int, float)):
+        return d
+    if isinstance(d, bytes):
+        d = d.decode()
+    if isinstance(d, str):
+        return {"type": "string", "default": d}
+    raise InvalidArgumentError(f"csv: record_defaults: cannot read {d!r} as a default")
+
+
+def csv(
+    files: Files,
+    record_defaults: Optional[Sequence[Any]] = None,
+    compression_type: Optional[str] = None,
+    header: bool = False,
+    field_delim: str = ",",
+    use_quote_delim: bool = True,
+    na_value: str = "",
+    select_cols: Optional[Sequence[Union[int, str]]] = None,
+    column_names: Optional[Sequence[str]] = None,
+    num_rows_for_inference: int = 100,
+    shuffle_files: bool = False,
+    dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    storage: Optional[Mapping[str, Any]] = None,
+) -> Pipeline:
+    """CSV files (``tf.data.experimental.CsvDataset``, same parameter names): one element
+    per row, one scalar per selected column, named by the header (``header=True``), by
+    ``column_names``, or ``col<i>``.
+
+    ``record_defaults``: one entry per selected column: a type (``np.int64``, ``int``,
+    ``str``, ``tf.float32``: a required column, a missing field is an error naming its line
+    and column) or a default value (``0``: int32, ``0.0``: float32, ``""``: string;
+    ``np.int64(-1)`` keeps its dtype). Without it the types are inferred from the first
+    ``num_rows_for_inference`` rows as ``make_csv_dataset`` does. A field that is empty or
+    equal to ``na_value`` is missing. ``compression_type``: ``None``/``""``, ``"GZIP"``,
+    ``"ZLIB"`` (or ``"auto"``).
+    """
+    keys: Dict[str, Any] = {
+        "record_defaults": [_csv_default(d) for d in record_defaults] if record_defaults else None,
+        "header": header or None,
+        "field_delim": field_delim if field_delim != "," else None,
+        "use_quote_delim": None if use_quote_delim else False,
+        "na_value": na_value or None,
+        "select_cols": list(select_cols) if select_cols else None,
+        "column_names": list(column_names) if column_names else None,
+        "num_rows_for_inference": num_rows_for_inference if num_rows_for_inference != 100 else None,
+    }
+    return _file_source("csv", files, keys, shuffle_files, dir, compression_type, storage)
+
+
+def text_lines(
+    files: Files,
+    compression_type: Optional[str] = None,
+    utf8: bool = False,
+    name: str = "line",
+    shuffle_files: bool = False,
+    dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    storage: Optional[Mapping[str, Any]] = None,
+) -> Pipeline:
+    """Text files, one element ``{"line": bytes}`` per line without its ``\\n`` or
+    ``\\r\\n`` (``tf.data.TextLineDataset``). ``utf8=True`` makes a line that is not UTF-8
+    an error naming it."""
+    keys = {"utf8": utf8 or None, "name": name if name != "line" else None}
+    return _file_source("text_lines", files, keys, shuffle_files, dir, compression_type, storage)
+
+
+def fixed_length_records(
+    files: Files,
+    record_bytes: int,
+    header_bytes: Optional[int] = None,
+    footer_bytes: Optional[int] = None,
+    compression_type: Optional[str] = None,
+    name: str = "record",
+    shuffle_files: bool = False,
+    dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    storage: Optional[Mapping[str, Any]] = None,
+) -> Pipeline:
+    """Files of fixed-length records (``tf.data.FixedLengthRecordDataset``): after
+    ``header_bytes``, each ``record_bytes`` bytes are an element ``{"record": bytes}``, up to
+    the last ``footer_bytes``. A body that is not a whole number of records is an error, as
+    in TensorFlow."""
+    keys = {
+        "record_bytes": record_bytes,
+        "header_bytes": header_bytes,
+        "footer_bytes": footer_bytes,
+        "name": name if name != "record" else None,
+    }
+    return _file_source("fixed_length", files, keys, shuffle_files, dir, compression_type, storage)
+
+
 def from_tensor_slices(tensors: Union[Mapping[str, Any], Any]) -> Pipeline:
     """One element per row of the given arrays (``Dataset.from_tensor_slices``): a dict
     name -> array-like (all with the same first dimension), or one array (named

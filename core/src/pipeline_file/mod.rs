@@ -119,7 +119,7 @@ pub use crate::stages::parse_example::{FeatureEntry, FeatureKind};
 pub(crate) use load::closest;
 pub use options::{ByteSize, OptionsSpec};
 pub use plugin::{LoadedPlugin, NoPluginLoader, PluginLoader, PluginStageSpec};
-pub use source::SourceSpec;
+pub use source::{SourceFormat, SourceSpec};
 
 use crate::invalid::{Invalid as Problem, Key as Seg};
 use crate::registry::{AppendContext, Batching};
@@ -260,10 +260,7 @@ impl PipelineFile {
             shuffle: self.source.shuffle_files,
             storage: self.source.storage.clone(),
         })?;
-        let mut dataset = match self.source.global_shuffle_spec() {
-            Some(spec) => files.read_tfrecord_global_shuffle(self.source.reader(), spec),
-            None => files.read_tfrecord(self.source.reader()),
-        };
+        let mut dataset = self.source.read(&files);
         for stage in &self.stages {
             dataset = stage.append_with(&dataset, &cx)?;
         }

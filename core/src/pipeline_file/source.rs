@@ -2,12 +2,16 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sluice_proto::tfrecord::Compression;
 
 use crate::parallelism::NumParallel;
+use crate::sources::csv::CsvSpec;
+use crate::sources::fixed_length::FixedLengthSpec;
+use crate::sources::format::FileFormat;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
 use crate::sources::storage::StorageSpec;
+use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
 
 use crate::invalid::{Invalid as Problem, Key as Seg};
@@ -28,51 +32,43 @@ use crate::invalid::{Invalid as Problem, Key as Seg};
 /// aws_endpoint = "http://127.0.0.1:9000"
 /// block_size = "8MiB"
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceSpec {
     /// Glob patterns or plain paths (one string or a list). Relative ones are under
     /// [`dir`](SourceSpec::dir) when it is set, else under the current directory. Each
     /// pattern must match at least one file; matches are sorted per pattern.
-    #[serde(deserialize_with = "one_or_many")]
     pub files: Vec<String>,
     /// The directory relative patterns are under (itself relative to the current directory
     /// when relative). Default: none (the current directory).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
     /// How the files are compressed: `auto` (default, detected per file), `none`, `gzip` or
     /// `zlib`.
-    #[serde(default, with = "compression_str")]
     pub compression: Compression,
     /// Shuffle the file list each epoch, seeded by the pipeline's seed and the epoch (as
     /// `list_files(shuffle=True)`). Default false: sorted order.
-    #[serde(default)]
     pub shuffle_files: bool,
     /// Largest record accepted, in bytes. Default 1 GiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_record_len: Option<u64>,
     /// Read-ahead buffer per open file, in bytes. Default 256 KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer_size: Option<usize>,
     /// Read every record of every file exactly once per epoch in a seeded global
     /// permutation, through record indexes
     /// ([`global_shuffle`](crate::Dataset::tfrecord_global_shuffle)), instead of file after file.
     /// The files must be uncompressed. Default false.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub global_shuffle: bool,
     /// With `global_shuffle`: keep record indexes in this directory only (relative to the
     /// current directory). Default: beside each file, or in the cache directory when the
     /// data's directory is not writable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_dir: Option<PathBuf>,
     /// With `global_shuffle`: reader threads, a number or `"auto"` (default: the CPU
     /// budget, at most 4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_parallel: Option<NumParallel>,
     /// `[source.storage]`: how URLs are reached and read (see [`StorageSpec`]). Default:
     /// the environment's credentials and endpoints, 8 MiB blocks, 4 in flight per file.
-    #[serde(default, skip_serializing_if = "StorageSpec::is_empty")]
     pub storage: StorageSpec,
+    /// `format`: what the files hold, TFRecord (the default: the keys above) or another
+    /// format with its own keys beside `files` ([`SourceFormat`]).
+    pub format: SourceFormat,
 }
 
 impl SourceSpec {
@@ -89,6 +85,31 @@ impl SourceSpec {
             index_dir: None,
             num_parallel: None,
             storage: StorageSpec::default(),
+            format: SourceFormat::TfRecord,
+        }
+    }
+
+    /// A source reading the files matching `patterns` in `format`.
+    pub fn of_format<S: Into<String>>(
+        patterns: impl IntoIterator<Item = S>,
+        format: SourceFormat,
+    ) -> Self {
+        let mut spec = SourceSpec::new(patterns);
+        spec.storage = format.storage().cloned().unwrap_or_default();
+        spec.format = format;
+        spec
+    }
+
+    /// The dataset of the records the source reads from the file list `files`.
+    pub(crate) fn read(&self, files: &crate::Dataset) -> crate::Dataset {
+        match &self.format {
+            SourceFormat::TfRecord => match self.global_shuffle_spec() {
+                Some(spec) => files.read_tfrecord_global_shuffle(self.reader(), spec),
+                None => files.read_tfrecord(self.reader()),
+            },
+            SourceFormat::Csv(spec) => files.read_files(spec.clone()),
+            SourceFormat::TextLines(spec) => files.read_files(spec.clone()),
+            SourceFormat::FixedLength(spec) => files.read_files(spec.clone()),
         }
     }
 
@@ -129,6 +150,13 @@ impl SourceSpec {
 
     pub(super) fn check(&self) -> Result<(), Problem> {
         let at = |key: &str| vec![Seg::name("source"), Seg::name(key)];
+        let invalid = |e: crate::invalid::Invalid| e.under(&[Seg::name("source")]);
+        match &self.format {
+            SourceFormat::TfRecord => {}
+            SourceFormat::Csv(spec) => spec.validate().map_err(invalid)?,
+            SourceFormat::TextLines(spec) => spec.validate().map_err(invalid)?,
+            SourceFormat::FixedLength(spec) => spec.validate().map_err(invalid)?,
+        }
         if self.files.is_empty() {
             return Err(Problem::new(
                 at("files"),
@@ -195,6 +223,190 @@ impl SourceSpec {
             ));
         }
         Ok(())
+    }
+}
+
+/// What a source's files hold: `format = "..."` in `[source]`, with the format's keys
+/// beside `files` (TensorFlow's parameter names). TFRecord is the default.
+///
+/// ```toml
+/// [source]
+/// files = ["train-*.csv"]
+/// format = "csv"
+/// header = true
+/// record_defaults = [0, 0.0, ""]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SourceFormat {
+    /// `tfrecord`: the keys of [`SourceSpec`].
+    #[default]
+    TfRecord,
+    /// `csv`: [`CsvSpec`].
+    Csv(CsvSpec),
+    /// `text_lines`: [`TextLinesSpec`].
+    TextLines(TextLinesSpec),
+    /// `fixed_length`: [`FixedLengthSpec`].
+    FixedLength(FixedLengthSpec),
+}
+
+impl SourceFormat {
+    /// The formats' names, as `format` takes them.
+    pub const NAMES: [&str; 4] = ["tfrecord", "csv", "text_lines", "fixed_length"];
+
+    /// Its name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SourceFormat::TfRecord => "tfrecord",
+            SourceFormat::Csv(_) => "csv",
+            SourceFormat::TextLines(_) => "text_lines",
+            SourceFormat::FixedLength(_) => "fixed_length",
+        }
+    }
+
+    fn storage(&self) -> Option<&StorageSpec> {
+        match self {
+            SourceFormat::TfRecord => None,
+            SourceFormat::Csv(s) => Some(&s.storage),
+            SourceFormat::TextLines(s) => Some(&s.storage),
+            SourceFormat::FixedLength(s) => Some(&s.storage),
+        }
+    }
+}
+
+/// The keys every format has.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommonKeys {
+    #[serde(deserialize_with = "one_or_many")]
+    files: Vec<String>,
+    #[serde(default)]
+    dir: Option<PathBuf>,
+    #[serde(default)]
+    shuffle_files: bool,
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// The keys of a TFRecord source.
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct TfRecordKeys {
+    #[serde(default, with = "compression_str")]
+    compression: Compression,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_record_len: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    buffer_size: Option<usize>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    global_shuffle: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    index_dir: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    num_parallel: Option<NumParallel>,
+    #[serde(default, skip_serializing_if = "StorageSpec::is_empty")]
+    storage: StorageSpec,
+}
+
+const COMMON_KEYS: [&str; 4] = ["files", "dir", "shuffle_files", "format"];
+
+impl<'de> Deserialize<'de> for SourceSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let table = toml::Table::deserialize(d)?;
+        let (common, rest): (toml::Table, toml::Table) = table
+            .into_iter()
+            .partition(|(k, _)| COMMON_KEYS.contains(&k.as_str()));
+        let common: CommonKeys = toml::Value::Table(common)
+            .try_into()
+            .map_err(|e: toml::de::Error| D::Error::custom(e.message()))?;
+        let format = common.format.as_deref().unwrap_or("tfrecord");
+        let rest = toml::Value::Table(rest);
+        // An unknown key: the keys every format has are among the expected ones too.
+        let keys = |e: toml::de::Error| {
+            let message = e
+                .message()
+                .replace(
+                    "expected one of ",
+                    "expected one of `files`, `dir`, `shuffle_files`, `format`, ",
+                )
+                .replace(
+                    "expected `",
+                    "expected `files`, `dir`, `shuffle_files`, `format`, `",
+                );
+            D::Error::custom(if format == "tfrecord" {
+                message
+            } else {
+                format!("{message} (the keys of format {format:?})")
+            })
+        };
+        let mut spec = SourceSpec::new(common.files);
+        spec.dir = common.dir;
+        spec.shuffle_files = common.shuffle_files;
+        match format {
+            "tfrecord" => {
+                let k: TfRecordKeys = rest.try_into().map_err(keys)?;
+                spec.compression = k.compression;
+                spec.max_record_len = k.max_record_len;
+                spec.buffer_size = k.buffer_size;
+                spec.global_shuffle = k.global_shuffle;
+                spec.index_dir = k.index_dir;
+                spec.num_parallel = k.num_parallel;
+                spec.storage = k.storage;
+            }
+            "csv" => spec.format = SourceFormat::Csv(rest.try_into().map_err(keys)?),
+            "text_lines" => spec.format = SourceFormat::TextLines(rest.try_into().map_err(keys)?),
+            "fixed_length" => {
+                spec.format = SourceFormat::FixedLength(rest.try_into().map_err(keys)?)
+            }
+            other => {
+                return Err(D::Error::custom(format!(
+                    "unknown format {other:?}: expected one of {}",
+                    SourceFormat::NAMES.join(", ")
+                )));
+            }
+        }
+        if let Some(storage) = spec.format.storage() {
+            spec.storage = storage.clone();
+        }
+        Ok(spec)
+    }
+}
+
+impl Serialize for SourceSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeMap};
+        let keys = match &self.format {
+            SourceFormat::TfRecord => toml::Value::try_from(TfRecordKeys {
+                compression: self.compression,
+                max_record_len: self.max_record_len,
+                buffer_size: self.buffer_size,
+                global_shuffle: self.global_shuffle,
+                index_dir: self.index_dir.clone(),
+                num_parallel: self.num_parallel,
+                storage: self.storage.clone(),
+            }),
+            SourceFormat::Csv(spec) => toml::Value::try_from(spec),
+            SourceFormat::TextLines(spec) => toml::Value::try_from(spec),
+            SourceFormat::FixedLength(spec) => toml::Value::try_from(spec),
+        }
+        .map_err(S::Error::custom)?;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("files", &self.files)?;
+        if let Some(dir) = &self.dir {
+            m.serialize_entry("dir", dir)?;
+        }
+        if self.shuffle_files {
+            m.serialize_entry("shuffle_files", &true)?;
+        }
+        if self.format != SourceFormat::TfRecord {
+            m.serialize_entry("format", self.format.name())?;
+        }
+        if let toml::Value::Table(keys) = keys {
+            for (k, v) in keys {
+                m.serialize_entry(&k, &v)?;
+            }
+        }
+        m.end()
     }
 }
 

@@ -1,10 +1,14 @@
 //! Sources: file lists, TFRecord files (in order, or globally shuffled through record
 //! indexes), in-memory elements and `range`.
 
+pub(crate) mod csv;
 pub(crate) mod files;
+pub(crate) mod fixed_length;
+pub(crate) mod format;
 pub(crate) mod global_shuffle;
 pub(crate) mod memory;
 pub(crate) mod permutation;
 pub(crate) mod record_index;
 pub(crate) mod storage;
+pub(crate) mod text_lines;
 pub(crate) mod tfrecord;
