@@ -266,6 +266,22 @@ impl Element {
             .map(|(_, v)| v)
     }
 
+    /// The name and value at position `i` (values keep the order they were added in).
+    pub(crate) fn value_at(&self, i: usize) -> Option<(&Arc<str>, &Value)> {
+        self.values.get(i).map(|(n, v)| (n, v))
+    }
+
+    /// Whether the values are named `names`, in this order (names shared with the same
+    /// source compare by pointer first).
+    pub(crate) fn has_names_in_order(&self, names: &[Arc<str>]) -> bool {
+        self.values.len() == names.len()
+            && self
+                .values
+                .iter()
+                .zip(names)
+                .all(|((m, _), n)| Arc::ptr_eq(m, n) || **m == **n)
+    }
+
     /// The dense tensor named `name`.
     pub fn tensor(&self, name: &str) -> Option<&Tensor> {
         self.get(name).and_then(Value::as_dense)

@@ -20,6 +20,8 @@ use crate::invalid::Invalid;
 use crate::params::Params;
 use crate::sources::format::{FileFormat, OpenedFile, Opening, Record, RecordError, RecordReader};
 use crate::tensor::{Tensor, TensorData};
+use sluice_tensor::Shared;
+use sluice_tensor::pool::Poolable;
 
 /// The type of a CSV column (TensorFlow's `record_defaults` dtypes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -494,17 +496,10 @@ impl FileFormat for CsvSpec {
     }
 
     fn records(&self, file: OpenedFile) -> Result<Box<dyn RecordReader>> {
-        let mut rows = Rows {
-            input: file.input,
-            delim: self.delim(),
-            quotes: self.use_quote_delim,
-            offset: 0,
-            line: 1,
-            eof: false,
-        };
+        let mut rows = Rows::new(file.input, self.delim(), self.use_quote_delim);
         let header = if self.header {
             match rows.next_row() {
-                Some(Ok(row)) => Some(row.fields),
+                Some(Ok(row)) => Some(row.owned_fields()),
                 Some(Err(e)) => {
                     return Err(Error::data(format!(
                         "{}: the header: {}",
@@ -526,7 +521,7 @@ impl FileFormat for CsvSpec {
             while sample.len() < self.num_rows_for_inference {
                 match rows.next_row() {
                     Some(Ok(row)) => {
-                        sample.push(row.fields.clone());
+                        sample.push(row.owned_fields());
                         ahead.push_back(Ok(row));
                     }
                     Some(Err(e)) => {
@@ -568,15 +563,51 @@ impl FileFormat for CsvSpec {
             columns,
             na: Bytes::from(self.na_value.clone().into_bytes()),
             exact: self.select_cols.is_empty(),
+            parsed: Vec::new(),
         }))
     }
 }
 
 /// One row: its fields, where it starts, its first line.
 struct Row {
-    fields: Vec<Bytes>,
+    /// The row's bytes (a copy of the file's).
+    data: Bytes,
+    /// Each field's bounds in `data`, or its unescaped bytes (a quoted field with `""`).
+    fields: Vec<Field>,
     offset: u64,
     line: u64,
+}
+
+/// Where a field's bytes are.
+enum Field {
+    /// `data[start..end]`.
+    In(usize, usize),
+    /// Bytes of its own.
+    Own(Bytes),
+}
+
+impl Row {
+    /// Field `i`'s bytes.
+    fn field(&self, i: usize) -> &[u8] {
+        match &self.fields[i] {
+            Field::In(start, end) => &self.data[*start..*end],
+            Field::Own(b) => b,
+        }
+    }
+
+    /// Field `i` as a `Bytes` (a slice of the row's, no copy).
+    fn field_bytes(&self, i: usize) -> Bytes {
+        match &self.fields[i] {
+            Field::In(start, end) => self.data.slice(*start..*end),
+            Field::Own(b) => b.clone(),
+        }
+    }
+
+    fn owned_fields(&self) -> Vec<Bytes> {
+        (0..self.fields.len())
+            .map(|i| self.field_bytes(i))
+            .collect()
+    }
 }
 
 /// A row that could not be split.
@@ -585,177 +616,323 @@ struct RowError {
     message: String,
 }
 
-/// TensorFlow's CSV tokenizer over a byte stream.
+/// TensorFlow's CSV tokenizer over a byte stream: rows are found in a buffer read in large
+/// blocks; each row is copied once into a `Bytes` its fields are slices of (a quoted field
+/// with `""` in it gets its own unescaped copy).
 struct Rows {
     input: Box<dyn BufRead + Send>,
     delim: u8,
     quotes: bool,
+    /// Bytes read and not yet consumed: `buf[pos..]`.
+    buf: Vec<u8>,
+    pos: usize,
+    /// The stream offset of `buf[pos]`.
     offset: u64,
+    /// The line `buf[pos]` is on (from 1).
     line: u64,
+    /// The input is exhausted (what is left is in `buf`).
+    input_done: bool,
+    /// No more rows.
     eof: bool,
+    /// Field bounds of the row being split, reused: (start, end, unescape), relative to
+    /// the row's start.
+    bounds: Vec<(usize, usize, bool)>,
+}
+
+/// Block size of the reads.
+const BLOCK: usize = 1 << 20;
+
+/// What splitting the bytes at hand gave.
+enum Split {
+    /// A whole row of `len` bytes (its terminator included) with `newlines` line breaks.
+    Row { len: usize, newlines: u64 },
+    /// The bytes end inside the row: more are needed (or, at the end of the input, the row
+    /// ends there, or a quoted field is not closed).
+    More,
+    /// A bad row: the message, and how many bytes to skip (to the end of its line).
+    Bad { message: String, skip: usize },
 }
 
 impl Rows {
-    fn peek(&mut self) -> std::io::Result<Option<u8>> {
-        let buf = self.input.fill_buf()?;
-        Ok(buf.first().copied())
+    fn new(input: Box<dyn BufRead + Send>, delim: u8, quotes: bool) -> Rows {
+        Rows {
+            input,
+            delim,
+            quotes,
+            buf: Vec::new(),
+            pos: 0,
+            offset: 0,
+            line: 1,
+            input_done: false,
+            eof: false,
+            bounds: Vec::new(),
+        }
     }
 
-    fn bump(&mut self) {
-        self.input.consume(1);
-        self.offset += 1;
+    /// Reads another block into the buffer (dropping what was consumed). `Ok(false)` at the
+    /// end of the input.
+    fn refill(&mut self) -> std::io::Result<bool> {
+        if self.input_done {
+            return Ok(false);
+        }
+        self.buf.drain(..self.pos);
+        self.pos = 0;
+        let start = self.buf.len();
+        self.buf.resize(start + BLOCK, 0);
+        let mut filled = start;
+        while filled < self.buf.len() {
+            match self.input.read(&mut self.buf[filled..]) {
+                Ok(0) => {
+                    self.input_done = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.truncate(filled);
+                    return Err(e);
+                }
+            }
+        }
+        self.buf.truncate(filled);
+        Ok(filled > start)
+    }
+
+    /// Splits the row at the start of `bytes` into `self.bounds`. `at_end`: no bytes come
+    /// after these.
+    fn split(&mut self, bytes: &[u8], at_end: bool) -> Split {
+        self.bounds.clear();
+        let (delim, quotes) = (self.delim, self.quotes);
+        let mut i = 0;
+        let mut newlines = 0;
+        loop {
+            // One field, from `i`.
+            if quotes && bytes.get(i) == Some(&b'"') {
+                let start = i + 1;
+                let mut j = start;
+                let mut escaped = false;
+                loop {
+                    match memchr_quote(&bytes[j..]) {
+                        Some(k) => {
+                            newlines += count_newlines(&bytes[j..j + k]);
+                            j += k;
+                            if bytes.get(j + 1) == Some(&b'"') {
+                                escaped = true;
+                                j += 2;
+                                continue;
+                            }
+                            if j + 1 == bytes.len() && !at_end {
+                                return Split::More;
+                            }
+                            break;
+                        }
+                        None if at_end => {
+                            return Split::Bad {
+                                message: "the file ends inside a quoted field (no closing \
+                                          quote)"
+                                    .to_string(),
+                                skip: bytes.len(),
+                            };
+                        }
+                        None => return Split::More,
+                    }
+                }
+                self.bounds.push((start, j, escaped));
+                i = j + 1;
+                match bytes.get(i) {
+                    Some(&b) if b == delim => i += 1,
+                    Some(b'\n') => {
+                        return Split::Row {
+                            len: i + 1,
+                            newlines: newlines + 1,
+                        };
+                    }
+                    Some(b'\r') => return self.end_cr(bytes, i, newlines, at_end),
+                    None if at_end => return Split::Row { len: i, newlines },
+                    None => return Split::More,
+                    Some(&b) => {
+                        return Split::Bad {
+                            message: format!(
+                                "a quoted field is followed by {:?}, not by the delimiter \
+                                 or the end of the line",
+                                b as char
+                            ),
+                            skip: line_end(bytes, i),
+                        };
+                    }
+                }
+                continue;
+            }
+            // An unquoted field: up to the delimiter or the end of the line.
+            let start = i;
+            let mut j = i;
+            while j < bytes.len() {
+                let b = bytes[j];
+                if b == delim || b == b'\n' || b == b'\r' {
+                    break;
+                }
+                if b == b'"' && quotes {
+                    return Split::Bad {
+                        message: "a quote inside an unquoted field (quote the whole field, \
+                                  or set use_quote_delim = false)"
+                            .to_string(),
+                        skip: line_end(bytes, j),
+                    };
+                }
+                j += 1;
+            }
+            self.bounds.push((start, j, false));
+            match bytes.get(j) {
+                Some(&b) if b == delim => i = j + 1,
+                Some(b'\n') => {
+                    return Split::Row {
+                        len: j + 1,
+                        newlines: newlines + 1,
+                    };
+                }
+                Some(b'\r') => return self.end_cr(bytes, j, newlines, at_end),
+                Some(_) => unreachable!("the scan stops only at these"),
+                None if at_end => return Split::Row { len: j, newlines },
+                None => return Split::More,
+            }
+        }
+    }
+
+    /// A row ending at the `\r` at `i` (and a `\n` after it).
+    fn end_cr(&self, bytes: &[u8], i: usize, newlines: u64, at_end: bool) -> Split {
+        match bytes.get(i + 1) {
+            Some(b'\n') => Split::Row {
+                len: i + 2,
+                newlines: newlines + 1,
+            },
+            None if !at_end => Split::More,
+            _ => Split::Row {
+                len: i + 1,
+                newlines: newlines + 1,
+            },
+        }
     }
 
     fn next_row(&mut self) -> Option<std::result::Result<Row, RowError>> {
         if self.eof {
             return None;
         }
-        let start = self.offset;
-        let line = self.line;
-        let err = |s: &Self, message: String| RowError {
-            offset: start,
-            message: format!("line {line}: {message}", line = s.line.min(line).max(line)),
-        };
-        match self.peek() {
-            Ok(None) => {
-                self.eof = true;
-                return None;
-            }
-            Ok(Some(_)) => {}
-            Err(e) => {
-                self.eof = true;
-                return Some(Err(err(self, format!("cannot read: {e}"))));
-            }
-        }
-        let mut fields = Vec::new();
-        let mut field = Vec::new();
         loop {
-            // One field.
-            field.clear();
-            let quoted = self.quotes && matches!(self.peek(), Ok(Some(b'"')));
-            if quoted {
-                self.bump();
-                loop {
-                    match self.peek() {
-                        Ok(Some(b'"')) => {
-                            self.bump();
-                            if matches!(self.peek(), Ok(Some(b'"'))) {
-                                self.bump();
-                                field.push(b'"');
-                            } else {
-                                break;
-                            }
-                        }
-                        Ok(Some(b)) => {
-                            if b == b'\n' {
-                                self.line += 1;
-                            }
-                            field.push(b);
-                            self.bump();
-                        }
-                        Ok(None) => {
-                            self.eof = true;
-                            return Some(Err(err(
-                                self,
-                                "the file ends inside a quoted field (no closing quote)"
-                                    .to_string(),
-                            )));
-                        }
-                        Err(e) => {
-                            self.eof = true;
-                            return Some(Err(err(self, format!("cannot read: {e}"))));
-                        }
+            if self.pos == self.buf.len() {
+                match self.refill() {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.eof = true;
+                        return None;
                     }
+                    Err(e) => return Some(Err(self.fail(format!("cannot read: {e}")))),
                 }
             }
-            // Up to the delimiter or the end of the record.
-            let end = loop {
-                match self.peek() {
-                    Ok(Some(b)) if b == self.delim => {
-                        self.bump();
-                        break false;
-                    }
-                    Ok(Some(b'\n')) => {
-                        self.bump();
-                        self.line += 1;
-                        break true;
-                    }
-                    Ok(Some(b'\r')) => {
-                        self.bump();
-                        if matches!(self.peek(), Ok(Some(b'\n'))) {
-                            self.bump();
-                        }
-                        self.line += 1;
-                        break true;
-                    }
-                    Ok(Some(b)) => {
-                        if quoted {
-                            let message = format!(
-                                "a quoted field is followed by {:?}, not by the delimiter or \
-                                 the end of the line",
-                                b as char
-                            );
-                            self.skip_line();
-                            return Some(Err(err(self, message)));
-                        }
-                        if b == b'"' && self.quotes {
-                            self.skip_line();
-                            return Some(Err(err(
-                                self,
-                                "a quote inside an unquoted field (quote the whole field, \
-                                 or set use_quote_delim = false)"
-                                    .to_string(),
-                            )));
-                        }
-                        field.push(b);
-                        self.bump();
-                    }
-                    Ok(None) => {
-                        self.eof = true;
-                        break true;
-                    }
-                    Err(e) => {
-                        self.eof = true;
-                        return Some(Err(err(self, format!("cannot read: {e}"))));
-                    }
+            let at_end = self.input_done;
+            let bytes = std::mem::take(&mut self.buf);
+            let split = self.split(&bytes[self.pos..], at_end);
+            self.buf = bytes;
+            match split {
+                Split::Row { len, newlines } => {
+                    let row = &self.buf[self.pos..self.pos + len];
+                    let fields = self
+                        .bounds
+                        .iter()
+                        .map(|&(start, end, escaped)| {
+                            if escaped {
+                                Field::Own(Bytes::from(unescape(&row[start..end])))
+                            } else {
+                                Field::In(start, end)
+                            }
+                        })
+                        .collect();
+                    let out = Row {
+                        data: Bytes::copy_from_slice(row),
+                        fields,
+                        offset: self.offset,
+                        line: self.line,
+                    };
+                    self.consume(len, newlines);
+                    return Some(Ok(out));
                 }
-            };
-            fields.push(Bytes::copy_from_slice(&field));
-            if end {
-                return Some(Ok(Row {
-                    fields,
-                    offset: start,
-                    line,
-                }));
+                Split::More => match self.refill() {
+                    Ok(_) => {}
+                    Err(e) => return Some(Err(self.fail(format!("cannot read: {e}")))),
+                },
+                Split::Bad { message, skip } => {
+                    let err = RowError {
+                        offset: self.offset,
+                        message: format!("line {}: {message}", self.line),
+                    };
+                    let rest = &self.buf[self.pos..self.pos + skip];
+                    let newlines = count_newlines(rest);
+                    // Past the line's end too.
+                    let mut skip = skip;
+                    let tail = &self.buf[self.pos + skip..];
+                    let extra = match tail {
+                        [b'\r', b'\n', ..] => 2,
+                        [b'\r', ..] | [b'\n', ..] => 1,
+                        _ => 0,
+                    };
+                    skip += extra;
+                    self.consume(skip, newlines + u64::from(extra > 0));
+                    if self.pos == self.buf.len() && self.input_done {
+                        self.eof = true;
+                    }
+                    return Some(Err(err));
+                }
             }
         }
     }
 
-    /// Skips to the start of the next line (after a bad row).
-    fn skip_line(&mut self) {
-        loop {
-            match self.peek() {
-                Ok(Some(b'\n')) => {
-                    self.bump();
-                    self.line += 1;
-                    return;
-                }
-                Ok(Some(b'\r')) => {
-                    self.bump();
-                    if matches!(self.peek(), Ok(Some(b'\n'))) {
-                        self.bump();
-                    }
-                    self.line += 1;
-                    return;
-                }
-                Ok(Some(_)) => self.bump(),
-                _ => {
-                    self.eof = true;
-                    return;
-                }
-            }
+    fn consume(&mut self, len: usize, newlines: u64) {
+        self.pos += len;
+        self.offset += len as u64;
+        self.line += newlines;
+    }
+
+    fn fail(&mut self, message: String) -> RowError {
+        self.eof = true;
+        RowError {
+            offset: self.offset,
+            message: format!("line {}: {message}", self.line),
         }
     }
+}
+
+/// The position of the next `"` in `bytes`.
+fn memchr_quote(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'"')
+}
+
+/// Line breaks (`\n`, or `\r` not followed by `\n`) in `bytes`.
+fn count_newlines(bytes: &[u8]) -> u64 {
+    let mut n = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')) {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Where the line holding `bytes[i]` ends (its terminator excluded).
+fn line_end(bytes: &[u8], i: usize) -> usize {
+    bytes[i..]
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map_or(bytes.len(), |k| i + k)
+}
+
+/// A quoted field's bytes with each `""` made one `"`.
+fn unescape(field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        out.push(field[i]);
+        i += if field[i] == b'"' { 2 } else { 1 };
+    }
+    out
 }
 
 struct CsvRecords {
@@ -766,6 +943,8 @@ struct CsvRecords {
     na: Bytes,
     /// Every column is read: a row must have exactly as many fields.
     exact: bool,
+    /// Each selected column's (type, position) in the row being read, reused.
+    parsed: Vec<(u8, usize)>,
 }
 
 impl RecordReader for CsvRecords {
@@ -789,17 +968,18 @@ impl RecordReader for CsvRecords {
             return Some(Err(RecordError {
                 offset: row.offset,
                 feature: None,
-                message: format!(
-                    "line {}: expected {expected} fields, found {n}{}",
-                    row.line,
-                    if n > expected { "" } else { "" }
-                ),
+                message: format!("line {}: expected {expected} fields, found {n}", row.line),
                 recoverable: true,
             }));
         }
-        let mut features = Vec::with_capacity(c.index.len());
+        // Each value parsed first, then one buffer per type for the whole row, whose
+        // one-value slices become the row's scalars (two allocations per type, not per
+        // column).
+        let mut parsed = std::mem::take(&mut self.parsed);
+        parsed.clear();
+        let mut lanes = Lanes::default();
         for (k, &i) in c.index.iter().enumerate() {
-            let field = &row.fields[i];
+            let field = row.field(i);
             let default = &c.defaults[k];
             let name = &c.names[k];
             let bad = |message: String| RecordError {
@@ -808,11 +988,12 @@ impl RecordReader for CsvRecords {
                 message: format!("line {}, column {i} (`{name}`): {message}", row.line),
                 recoverable: true,
             };
-            let missing = field.is_empty() || (!self.na.is_empty() && *field == self.na);
-            let tensor = if missing {
+            let missing = field.is_empty() || (!self.na.is_empty() && field == &self.na[..]);
+            let value = if missing {
                 match &default.default {
-                    Some(v) => default_tensor(default.dtype, v),
+                    Some(v) => default_value(default.dtype, v),
                     None => {
+                        self.parsed = parsed;
                         return Some(Err(bad(
                             "the field is missing and the column has no default (it is \
                              required)"
@@ -821,9 +1002,10 @@ impl RecordReader for CsvRecords {
                     }
                 }
             } else {
-                match parse_field(default.dtype, field) {
-                    Some(t) => t,
+                match parse_field(default.dtype, field, || row.field_bytes(i)) {
+                    Some(v) => v,
                     None => {
+                        self.parsed = parsed;
                         return Some(Err(bad(format!(
                             "not a valid {}: {:?}",
                             default.dtype,
@@ -832,8 +1014,16 @@ impl RecordReader for CsvRecords {
                     }
                 }
             };
-            features.push((Arc::clone(name), tensor));
+            parsed.push(lanes.push(value));
         }
+        let lanes = lanes.share();
+        let features = c
+            .names
+            .iter()
+            .zip(&parsed)
+            .map(|(name, &(kind, at))| (Arc::clone(name), lanes.scalar(kind, at)))
+            .collect();
+        self.parsed = parsed;
         Some(Ok(Record {
             offset: row.offset,
             features,
@@ -841,19 +1031,92 @@ impl RecordReader for CsvRecords {
     }
 }
 
+/// A parsed field.
+enum Parsed {
+    I32(i32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    Bytes(Bytes),
+}
+
+/// A row's values by type, before they are shared.
+#[derive(Default)]
+struct Lanes {
+    i32: Vec<i32>,
+    i64: Vec<i64>,
+    f32: Vec<f32>,
+    f64: Vec<f64>,
+    bytes: Vec<Bytes>,
+}
+
+impl Lanes {
+    /// Adds a value; returns its type (0 to 4) and position in that type's lane.
+    fn push(&mut self, v: Parsed) -> (u8, usize) {
+        match v {
+            Parsed::I32(x) => (0, push(&mut self.i32, x)),
+            Parsed::I64(x) => (1, push(&mut self.i64, x)),
+            Parsed::F32(x) => (2, push(&mut self.f32, x)),
+            Parsed::F64(x) => (3, push(&mut self.f64, x)),
+            Parsed::Bytes(x) => (4, push(&mut self.bytes, x)),
+        }
+    }
+
+    fn share(self) -> SharedLanes {
+        fn shared<T: Poolable>(v: Vec<T>) -> Option<Shared<T>> {
+            (!v.is_empty()).then(|| Shared::from(v))
+        }
+        SharedLanes {
+            i32: shared(self.i32),
+            i64: shared(self.i64),
+            f32: shared(self.f32),
+            f64: shared(self.f64),
+            bytes: shared(self.bytes),
+        }
+    }
+}
+
+fn push<T>(v: &mut Vec<T>, x: T) -> usize {
+    v.push(x);
+    v.len() - 1
+}
+
+struct SharedLanes {
+    i32: Option<Shared<i32>>,
+    i64: Option<Shared<i64>>,
+    f32: Option<Shared<f32>>,
+    f64: Option<Shared<f64>>,
+    bytes: Option<Shared<Bytes>>,
+}
+
+impl SharedLanes {
+    /// The scalar at `at` in lane `kind`.
+    fn scalar(&self, kind: u8, at: usize) -> Tensor {
+        let one = at..at + 1;
+        let lane = "a lane holds the values pushed to it";
+        scalar(match kind {
+            0 => TensorData::I32(self.i32.as_ref().expect(lane).slice(one)),
+            1 => TensorData::I64(self.i64.as_ref().expect(lane).slice(one)),
+            2 => TensorData::F32(self.f32.as_ref().expect(lane).slice(one)),
+            3 => TensorData::F64(self.f64.as_ref().expect(lane).slice(one)),
+            _ => TensorData::Bytes(self.bytes.as_ref().expect(lane).slice(one)),
+        })
+    }
+}
+
 fn scalar(data: TensorData) -> Tensor {
     Tensor::new(&[], data).expect("one value, a scalar")
 }
 
-fn default_tensor(dtype: CsvType, v: &CsvValue) -> Tensor {
+fn default_value(dtype: CsvType, v: &CsvValue) -> Parsed {
     match (dtype, v) {
-        (CsvType::Int32, CsvValue::Int(i)) => scalar(TensorData::I32(vec![*i as i32].into())),
-        (CsvType::Int64, CsvValue::Int(i)) => scalar(TensorData::I64(vec![*i].into())),
-        (CsvType::Float32, CsvValue::Int(i)) => scalar(TensorData::F32(vec![*i as f32].into())),
-        (CsvType::Float64, CsvValue::Int(i)) => scalar(TensorData::F64(vec![*i as f64].into())),
-        (CsvType::Float32, CsvValue::Float(f)) => scalar(TensorData::F32(vec![*f as f32].into())),
-        (CsvType::Float64, CsvValue::Float(f)) => scalar(TensorData::F64(vec![*f].into())),
-        (_, CsvValue::Bytes(b)) => Tensor::scalar_bytes(b.clone()),
+        (CsvType::Int32, CsvValue::Int(i)) => Parsed::I32(*i as i32),
+        (CsvType::Int64, CsvValue::Int(i)) => Parsed::I64(*i),
+        (CsvType::Float32, CsvValue::Int(i)) => Parsed::F32(*i as f32),
+        (CsvType::Float64, CsvValue::Int(i)) => Parsed::F64(*i as f64),
+        (CsvType::Float32, CsvValue::Float(f)) => Parsed::F32(*f as f32),
+        (CsvType::Float64, CsvValue::Float(f)) => Parsed::F64(*f),
+        (_, CsvValue::Bytes(b)) => Parsed::Bytes(b.clone()),
         // Checked when the pipeline was validated.
         (t, v) => unreachable!("default {v:?} for a {t} column"),
     }
@@ -861,16 +1124,16 @@ fn default_tensor(dtype: CsvType, v: &CsvValue) -> Tensor {
 
 /// A field's value as `dtype`, as TensorFlow parses it (numbers may have spaces around
 /// them); `None` when it is not one.
-fn parse_field(dtype: CsvType, field: &Bytes) -> Option<Tensor> {
+fn parse_field(dtype: CsvType, field: &[u8], bytes: impl FnOnce() -> Bytes) -> Option<Parsed> {
     if dtype == CsvType::String {
-        return Some(Tensor::scalar_bytes(field.clone()));
+        return Some(Parsed::Bytes(bytes()));
     }
     let s = std::str::from_utf8(field).ok()?.trim();
     Some(match dtype {
-        CsvType::Int32 => scalar(TensorData::I32(vec![s.parse::<i32>().ok()?].into())),
-        CsvType::Int64 => scalar(TensorData::I64(vec![s.parse::<i64>().ok()?].into())),
-        CsvType::Float32 => scalar(TensorData::F32(vec![s.parse::<f32>().ok()?].into())),
-        CsvType::Float64 => scalar(TensorData::F64(vec![s.parse::<f64>().ok()?].into())),
+        CsvType::Int32 => Parsed::I32(s.parse().ok()?),
+        CsvType::Int64 => Parsed::I64(s.parse().ok()?),
+        CsvType::Float32 => Parsed::F32(s.parse().ok()?),
+        CsvType::Float64 => Parsed::F64(s.parse().ok()?),
         CsvType::String => unreachable!(),
     })
 }

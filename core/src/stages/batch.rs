@@ -304,6 +304,9 @@ impl ElementStream for BatchStream {
 pub(crate) fn common_names(items: &[Element]) -> Result<Vec<std::sync::Arc<str>>> {
     let names = items[0].names();
     for e in &items[1..] {
+        if e.has_names_in_order(&names) {
+            continue;
+        }
         if e.len() != names.len() || names.iter().any(|n| e.get(n).is_none()) {
             return Err(Error::data(format!(
                 "cannot batch elements with different values: {:?} and {:?}",
@@ -320,10 +323,16 @@ pub(crate) fn combine_dense(items: &[Element]) -> Result<Element> {
     let mut out = Element::new(items[0].id());
     out.set_provenance(items[0].provenance().cloned());
     out.set_units(units_of(items));
-    for name in names {
+    // Elements from one source usually hold their values in the same order: then each
+    // value is found by position rather than by name.
+    let aligned = items.iter().all(|e| e.has_names_in_order(&names));
+    for (k, name) in names.into_iter().enumerate() {
         let values: Vec<_> = items
             .iter()
-            .map(|e| e.get(&name).expect("checked"))
+            .map(|e| match aligned {
+                true => e.value_at(k).expect("checked").1,
+                false => e.get(&name).expect("checked"),
+            })
             .collect();
         let v = batch_values(&values).map_err(|e| Error::data_of(&name, format!("{name}: {e}")))?;
         out.insert(&name, v);
