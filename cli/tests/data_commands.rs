@@ -562,21 +562,37 @@ fn gen_and_convert_write_the_same_features() {
 /// as `-o KEY=VALUE`; a bad row ends the output with an error naming the file and line.
 #[test]
 fn cat_prints_any_source_format_as_json_lines() {
-    let formats = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/formats");
+    let formats =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/formats");
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["cat", "--format", "csv", "-o", "header=true", "-o", "na_value=NA"])
+        .args([
+            "cat",
+            "--format",
+            "csv",
+            "-o",
+            "header=true",
+            "-o",
+            "na_value=NA",
+        ])
         .args(["-o", "record_defaults=[0, 0.0, \"?\", 0]"])
         .arg(formats.join("basic.csv"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 5);
-    assert_eq!(lines[0], serde_json::json!({"id": 1, "score": 0.5, "name": "Smith, John", "count": 7}));
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"id": 1, "score": 0.5, "name": "Smith, John", "count": 7})
+    );
     assert_eq!(lines[3]["name"], "?");
 
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -584,15 +600,27 @@ fn cat_prints_any_source_format_as_json_lines() {
         .arg(formats.join("lines.txt"))
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "{\"line\":\"first line\"}\n{\"line\":\"second\"}\n");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"line\":\"first line\"}\n{\"line\":\"second\"}\n"
+    );
 
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["cat", "--format", "csv", "-o", "record_defaults=[\"int64\", 0.0]"])
+        .args([
+            "cat",
+            "--format",
+            "csv",
+            "-o",
+            "record_defaults=[\"int64\", 0.0]",
+        ])
         .arg(formats.join("badtype.csv"))
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("badtype.csv") && err.contains("line 2, column 0"), "{err}");
+    assert!(
+        err.contains("badtype.csv") && err.contains("line 2, column 0"),
+        "{err}"
+    );
 }
