@@ -11,6 +11,7 @@ use toml::de::{DeTable, DeValue, ValueDeserializer};
 use crate::error::{Error, Result};
 use crate::registry::{self, quoted};
 
+use super::source::{COMMON_KEYS, CommonKeys, FormatKeys};
 use super::{OptionsSpec, PipelineFile, SourceSpec, StageSpec};
 use crate::invalid::Key as Seg;
 
@@ -45,7 +46,7 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<PipelineFile> {
     let name = text_of("name")?;
     let description = text_of("description")?;
     let source = match table.get("source") {
-        Some(v) => loader.de::<SourceSpec>(v, "[source]: ")?,
+        Some(v) => loader.source(v)?,
         None => {
             return Err(loader.error(
                 Some(root_span.start..root_span.start),
@@ -131,6 +132,43 @@ impl Loader<'_> {
     fn de<'i, T: Deserialize<'i>>(&self, value: &Spanned<DeValue<'i>>, context: &str) -> Result<T> {
         T::deserialize(ValueDeserializer::from(value.clone()))
             .map_err(|e| self.toml_error(&e, context))
+    }
+
+    /// The `[source]` table: the keys every format has, then the format's own, each
+    /// deserialized where it is written (errors keep their spans).
+    fn source(&self, value: &Spanned<DeValue<'_>>) -> Result<SourceSpec> {
+        let DeValue::Table(table) = value.get_ref() else {
+            return self.de::<SourceSpec>(value, "[source]: ");
+        };
+        let mut common = DeTable::new();
+        let mut rest = DeTable::new();
+        for (k, v) in table.iter() {
+            let part = match COMMON_KEYS.contains(&k.get_ref().as_ref()) {
+                true => &mut common,
+                false => &mut rest,
+            };
+            part.insert(k.clone(), v.clone());
+        }
+        let span = value.span();
+        let common: CommonKeys = self.de(
+            &Spanned::new(span.clone(), DeValue::Table(common)),
+            "[source]: ",
+        )?;
+        let format = common
+            .format_name()
+            .map_err(|m| self.error(Some(span.clone()), format!("[source]: {m}")))?
+            .to_string();
+        let rest = Spanned::new(span, DeValue::Table(rest));
+        let keys = FormatKeys::deserialize(&format, ValueDeserializer::from(rest)).map_err(
+            |e: toml::de::Error| {
+                let mut message = FormatKeys::unknown_key_message(&format, e.message().trim());
+                if let Some(s) = suggestion(&message) {
+                    message.push_str(&format!("; did you mean `{s}`?"));
+                }
+                self.error(e.span(), format!("[source]: {message}"))
+            },
+        )?;
+        Ok(SourceSpec::assemble(common, keys))
     }
 
     /// One `[[stage]]` table: its `kind`, then the kind's parameters.

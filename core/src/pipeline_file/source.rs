@@ -276,7 +276,7 @@ impl SourceFormat {
 /// The keys every format has.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CommonKeys {
+pub(crate) struct CommonKeys {
     #[serde(deserialize_with = "one_or_many")]
     files: Vec<String>,
     #[serde(default)]
@@ -290,7 +290,7 @@ struct CommonKeys {
 /// The keys of a TFRecord source.
 #[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct TfRecordKeys {
+pub(crate) struct TfRecordKeys {
     #[serde(default, with = "compression_str")]
     compression: Compression,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -307,7 +307,93 @@ struct TfRecordKeys {
     storage: StorageSpec,
 }
 
-const COMMON_KEYS: [&str; 4] = ["files", "dir", "shuffle_files", "format"];
+/// The keys of [`CommonKeys`].
+pub(crate) const COMMON_KEYS: [&str; 4] = ["files", "dir", "shuffle_files", "format"];
+
+/// A format's own keys, deserialized.
+pub(crate) enum FormatKeys {
+    TfRecord(TfRecordKeys),
+    Format(SourceFormat),
+}
+
+impl CommonKeys {
+    /// The format named by `format` (default `tfrecord`), checked.
+    pub(crate) fn format_name(&self) -> std::result::Result<&str, String> {
+        let format = self.format.as_deref().unwrap_or("tfrecord");
+        if SourceFormat::NAMES.contains(&format) {
+            Ok(format)
+        } else {
+            Err(format!(
+                "unknown format {format:?}: expected one of {}",
+                SourceFormat::NAMES.join(", ")
+            ))
+        }
+    }
+}
+
+impl FormatKeys {
+    /// Deserializes the keys of `format` (a name [`CommonKeys::format_name`] accepted).
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        format: &str,
+        d: D,
+    ) -> std::result::Result<FormatKeys, D::Error> {
+        Ok(match format {
+            "csv" => FormatKeys::Format(SourceFormat::Csv(CsvSpec::deserialize(d)?)),
+            "text_lines" => {
+                FormatKeys::Format(SourceFormat::TextLines(TextLinesSpec::deserialize(d)?))
+            }
+            "fixed_length" => {
+                FormatKeys::Format(SourceFormat::FixedLength(FixedLengthSpec::deserialize(d)?))
+            }
+            _ => FormatKeys::TfRecord(TfRecordKeys::deserialize(d)?),
+        })
+    }
+
+    /// An unknown key's message with the keys every format has among the expected ones.
+    pub(crate) fn unknown_key_message(format: &str, message: &str) -> String {
+        let message = message
+            .replace(
+                "expected one of ",
+                "expected one of `files`, `dir`, `shuffle_files`, `format`, ",
+            )
+            .replace(
+                "expected `",
+                "expected `files`, `dir`, `shuffle_files`, `format`, `",
+            );
+        if format == "tfrecord" {
+            message
+        } else {
+            format!("{message} (the keys of format {format:?})")
+        }
+    }
+}
+
+impl SourceSpec {
+    /// The spec of these keys.
+    pub(crate) fn assemble(common: CommonKeys, keys: FormatKeys) -> SourceSpec {
+        let mut spec = SourceSpec::new(common.files);
+        spec.dir = common.dir;
+        spec.shuffle_files = common.shuffle_files;
+        match keys {
+            FormatKeys::TfRecord(k) => {
+                spec.compression = k.compression;
+                spec.max_record_len = k.max_record_len;
+                spec.buffer_size = k.buffer_size;
+                spec.global_shuffle = k.global_shuffle;
+                spec.index_dir = k.index_dir;
+                spec.num_parallel = k.num_parallel;
+                spec.storage = k.storage;
+            }
+            FormatKeys::Format(format) => {
+                if let Some(storage) = format.storage() {
+                    spec.storage = storage.clone();
+                }
+                spec.format = format;
+            }
+        }
+        spec
+    }
+}
 
 impl<'de> Deserialize<'de> for SourceSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -319,56 +405,13 @@ impl<'de> Deserialize<'de> for SourceSpec {
         let common: CommonKeys = toml::Value::Table(common)
             .try_into()
             .map_err(|e: toml::de::Error| D::Error::custom(e.message()))?;
-        let format = common.format.as_deref().unwrap_or("tfrecord");
-        let rest = toml::Value::Table(rest);
-        // An unknown key: the keys every format has are among the expected ones too.
-        let keys = |e: toml::de::Error| {
-            let message = e
-                .message()
-                .replace(
-                    "expected one of ",
-                    "expected one of `files`, `dir`, `shuffle_files`, `format`, ",
-                )
-                .replace(
-                    "expected `",
-                    "expected `files`, `dir`, `shuffle_files`, `format`, `",
-                );
-            D::Error::custom(if format == "tfrecord" {
-                message
-            } else {
-                format!("{message} (the keys of format {format:?})")
-            })
-        };
-        let mut spec = SourceSpec::new(common.files);
-        spec.dir = common.dir;
-        spec.shuffle_files = common.shuffle_files;
-        match format {
-            "tfrecord" => {
-                let k: TfRecordKeys = rest.try_into().map_err(keys)?;
-                spec.compression = k.compression;
-                spec.max_record_len = k.max_record_len;
-                spec.buffer_size = k.buffer_size;
-                spec.global_shuffle = k.global_shuffle;
-                spec.index_dir = k.index_dir;
-                spec.num_parallel = k.num_parallel;
-                spec.storage = k.storage;
-            }
-            "csv" => spec.format = SourceFormat::Csv(rest.try_into().map_err(keys)?),
-            "text_lines" => spec.format = SourceFormat::TextLines(rest.try_into().map_err(keys)?),
-            "fixed_length" => {
-                spec.format = SourceFormat::FixedLength(rest.try_into().map_err(keys)?)
-            }
-            other => {
-                return Err(D::Error::custom(format!(
-                    "unknown format {other:?}: expected one of {}",
-                    SourceFormat::NAMES.join(", ")
-                )));
-            }
-        }
-        if let Some(storage) = spec.format.storage() {
-            spec.storage = storage.clone();
-        }
-        Ok(spec)
+        let format = common.format_name().map_err(D::Error::custom)?.to_string();
+        let keys = FormatKeys::deserialize(&format, toml::Value::Table(rest)).map_err(
+            |e: toml::de::Error| {
+                D::Error::custom(FormatKeys::unknown_key_message(&format, e.message()))
+            },
+        )?;
+        Ok(SourceSpec::assemble(common, keys))
     }
 }
 
