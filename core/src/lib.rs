@@ -83,6 +83,8 @@ mod tests;
 
 // The model: a dataset, its elements, its options, its errors, a run and its statistics.
 pub use checkpoint::Checkpoint;
+/// TFDS data directories: [`tfds::TfdsSpec`], [`Dataset::tfds`], the info and listing.
+pub use sources::tfds;
 pub use dataset::Dataset;
 pub use element::{Element, ElementId, Provenance, Ragged, Value};
 pub use error::{Error, ErrorKind, Result};
@@ -145,6 +147,7 @@ pub mod prelude {
     pub use crate::sources::memory::RangeSpec;
     pub use crate::sources::storage::StorageSpec;
     pub use crate::sources::text_lines::TextLinesSpec;
+    pub use crate::sources::tfds::TfdsSpec;
     pub use crate::sources::tfrecord::TfRecordSpec;
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::cache::CacheSpec;
