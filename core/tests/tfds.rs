@@ -296,3 +296,51 @@ fn composes_with_batch_and_skip_decoding() {
     let png = e.tensor("image").unwrap().as_bytes_list().unwrap()[0].clone();
     assert!(png.starts_with(b"\x89PNG"));
 }
+
+#[test]
+fn a_pipeline_file_reads_a_tfds_source() {
+    use sluice_core::pipeline_file::{PipelineFile, SourceFormat};
+    let toml = format!(
+        "[source]\nformat = \"tfds\"\nname = \"toy:1.*.*\"\nsplit = \"train[:50%]+test[-3:]\"\n\
+         data_dir = {:?}\n\n[[stage]]\nkind = \"take\"\ncount = 27\n",
+        data_dir().display().to_string()
+    );
+    let file = PipelineFile::from_toml(&toml).unwrap();
+    assert!(matches!(file.source.format, SourceFormat::Tfds(_)));
+    let got = file.build().unwrap().collect().unwrap();
+    let want = &expected()["cases"][8];
+    assert_eq!(want["split"], "train[:50%]+test[-3:]");
+    assert_eq!(got.len(), 27);
+    for (g, w) in got.iter().zip(want["elements"].as_array().unwrap()) {
+        assert_eq!(
+            json_of("meta/id", g.tensor("meta/id").unwrap()),
+            normalize(&w["meta/id"])
+        );
+    }
+    // The spec round-trips through TOML, without `files`.
+    let text = toml::to_string(&file).unwrap();
+    assert!(!text.contains("files"), "{text}");
+    assert_eq!(PipelineFile::from_toml(&text).unwrap(), file);
+    // `dir` is the data dir when `data_dir` is not set; `shuffle_files` applies.
+    let toml = format!(
+        "[source]\nformat = \"tfds\"\nname = \"toy\"\nsplit = \"test\"\ndir = {:?}\n\
+         shuffle_files = true\nas_supervised = true\n",
+        data_dir().display().to_string()
+    );
+    let file = PipelineFile::from_toml(&toml).unwrap();
+    let got = file.build().unwrap().collect().unwrap();
+    assert_eq!(got.len(), 12);
+    assert_eq!(got[0].iter().map(|(n, _)| n).collect::<Vec<_>>(), ["image", "label"]);
+    // `files` does not apply; an unknown key is named; interleave is refused.
+    for (toml, needle) in [
+        ("[source]\nformat = 'tfds'\nname = 'toy'\nfiles = ['x']\n", "`files` does not apply"),
+        ("[source]\nformat = 'tfds'\nname = 'toy'\nspilt = 'train'\n", "spilt"),
+        (
+            "[source]\nformat = 'tfds'\nname = 'toy'\n[[stage]]\nkind = 'interleave'\ncycle_length = 2\n",
+            "already interleaves",
+        ),
+    ] {
+        let err = PipelineFile::from_toml(toml).unwrap_err().to_string();
+        assert!(err.contains(needle), "{err}");
+    }
+}
