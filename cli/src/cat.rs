@@ -109,10 +109,10 @@ pub(crate) fn run(args: &CatArgs) -> Result<ExitCode> {
         let cat = cli.find_subcommand_mut("cat").expect("the cat subcommand");
         cat.set_bin_name("sluice cat");
         cat.error(
-                clap::error::ErrorKind::MissingRequiredArgument,
-                "sluice cat: give at least one FILE (only --format tfds reads none)",
-            )
-            .exit();
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "sluice cat: give at least one FILE (only --format tfds reads none)",
+        )
+        .exit();
     }
     if args.source_format != "tfrecord" || !args.options.is_empty() {
         return crate::cat_source::run(

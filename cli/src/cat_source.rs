@@ -32,14 +32,14 @@ pub(crate) fn run(
     }
     if !files.is_empty() {
         table.insert(
-        "files".into(),
-        toml::Value::Array(
-            files
-                .iter()
-                .map(|f| toml::Value::String(f.display().to_string()))
-                .collect(),
-        ),
-    );
+            "files".into(),
+            toml::Value::Array(
+                files
+                    .iter()
+                    .map(|f| toml::Value::String(f.display().to_string()))
+                    .collect(),
+            ),
+        );
     }
     table.insert("format".into(), toml::Value::String(format.to_string()));
     for option in options {

@@ -96,7 +96,10 @@ fn info(args: &InfoArgs) -> Result<ExitCode> {
     };
     println!("  file format: {}{readable}", info.file_format);
     if !info.description.is_empty() {
-        println!("  description: {}", info.description.lines().next().unwrap_or(""));
+        println!(
+            "  description: {}",
+            info.description.lines().next().unwrap_or("")
+        );
     }
     println!("  splits:");
     for s in &info.splits {
@@ -118,7 +121,13 @@ fn info(args: &InfoArgs) -> Result<ExitCode> {
             .iter()
             .map(|d| d.map_or("None".to_string(), |d| d.to_string()))
             .collect();
-        let mut line = format!("    {}: {} {} [{}]", f.name, f.kind, f.dtype, shape.join(", "));
+        let mut line = format!(
+            "    {}: {} {} [{}]",
+            f.name,
+            f.kind,
+            f.dtype,
+            shape.join(", ")
+        );
         if f.kind == FeatureKind::ClassLabel {
             match (&f.names, f.num_classes) {
                 (Some(names), _) => line.push_str(&format!(" names: {}", names.join(", "))),

@@ -83,8 +83,6 @@ mod tests;
 
 // The model: a dataset, its elements, its options, its errors, a run and its statistics.
 pub use checkpoint::Checkpoint;
-/// TFDS data directories: [`tfds::TfdsSpec`], [`Dataset::tfds`], the info and listing.
-pub use sources::tfds;
 pub use dataset::Dataset;
 pub use element::{Element, ElementId, Provenance, Ragged, Value};
 pub use error::{Error, ErrorKind, Result};
@@ -93,6 +91,8 @@ pub use options::{ErrorPolicy, Options};
 pub use parallelism::NumParallel;
 pub use run::{Canceller, PipelineIter};
 pub use sluice_tensor::{DType, Shape, Shared, Tensor, TensorData};
+/// TFDS data directories: [`tfds::TfdsSpec`], [`Dataset::tfds`], the info and listing.
+pub use sources::tfds;
 pub use stats::PipelineStats;
 
 // What a custom stage (a plugin host's, or a user's) is written with.

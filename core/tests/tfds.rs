@@ -14,7 +14,10 @@ use sluice_core::tfds::{TfdsInfo, list_prepared};
 use sluice_core::{Element, TensorData};
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfds"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/tfds"
+    ))
 }
 
 fn data_dir() -> PathBuf {
@@ -132,7 +135,10 @@ fn versions_resolve_to_the_newest_prepared_match() {
     assert_eq!(TfdsInfo::find(&dir, "toy:1.0.*").unwrap().version, "1.0.0");
     assert_eq!(TfdsInfo::find(&dir, "toy:1.0.0").unwrap().version, "1.0.0");
     let err = TfdsInfo::find(&dir, "toy:2.*.*").unwrap_err().to_string();
-    assert!(err.contains("2.*.*") && err.contains("1.0.0, 1.1.0"), "{err}");
+    assert!(
+        err.contains("2.*.*") && err.contains("1.0.0, 1.1.0"),
+        "{err}"
+    );
     let err = TfdsInfo::find(&dir, "mnist").unwrap_err().to_string();
     assert!(err.contains("\"mnist\"") && err.contains("toy"), "{err}");
     let err = TfdsInfo::find(&dir, "toy:1.x").unwrap_err().to_string();
@@ -156,7 +162,15 @@ fn info_reads_splits_features_and_supervised_keys() {
     let names: Vec<&str> = info.features.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(
         names,
-        ["image", "label", "meta/grid", "meta/id", "text", "tokens", "vector"]
+        [
+            "image",
+            "label",
+            "meta/grid",
+            "meta/id",
+            "text",
+            "tokens",
+            "vector"
+        ]
     );
     let label = &info.features[1];
     assert_eq!(
@@ -186,7 +200,8 @@ fn slicing_rounds_as_tfds_and_spans_shards() {
     assert_eq!((fi[1].skip, fi[1].take), (0, Some(5)));
     assert!(fi[0].path.ends_with("toy-train.tfrecord-00000-of-00002"));
     assert_eq!(
-        info.absolute_instructions("train[1shard:]+test[-2:]").unwrap(),
+        info.absolute_instructions("train[1shard:]+test[-2:]")
+            .unwrap(),
         [("train".to_string(), 25, 50), ("test".to_string(), 10, 12)]
     );
     assert_eq!(
@@ -204,7 +219,14 @@ fn errors_name_the_missing_split_or_shard_and_what_exists() {
         err.contains("\"validation\"") && err.contains("train, test"),
         "{err}"
     );
-    for bad in ["train[:101%]", "train[:60]", "train[", "train+", "train[5]", "train[a:b]"] {
+    for bad in [
+        "train[:101%]",
+        "train[:60]",
+        "train[",
+        "train+",
+        "train[5]",
+        "train[a:b]",
+    ] {
         let err = Dataset::tfds(TfdsSpec::new("toy", bad).data_dir(data_dir()))
             .err()
             .unwrap_or_else(|| panic!("{bad} was accepted"))
@@ -238,11 +260,18 @@ fn errors_name_the_missing_split_or_shard_and_what_exists() {
         .len();
     assert_eq!(n, 25);
     // A damaged dataset_info.json: an error naming the file and place, no panic.
-    std::fs::write(version.join("dataset_info.json"), "{\"name\": \"toy\", \"splits\": [").unwrap();
+    std::fs::write(
+        version.join("dataset_info.json"),
+        "{\"name\": \"toy\", \"splits\": [",
+    )
+    .unwrap();
     let err = Dataset::tfds(TfdsSpec::new("toy", "train").data_dir(tmp.path()))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("dataset_info.json") && err.contains("line 1"), "{err}");
+    assert!(
+        err.contains("dataset_info.json") && err.contains("line 1"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -262,7 +291,9 @@ fn shuffle_files_reads_every_element_once_in_another_order() {
             .collect()
     };
     let plain = ids(spec.clone(), 1);
-    let orders: Vec<Vec<i64>> = (0..4).map(|s| ids(spec.clone().shuffle_files(true), s)).collect();
+    let orders: Vec<Vec<i64>> = (0..4)
+        .map(|s| ids(spec.clone().shuffle_files(true), s))
+        .collect();
     assert!(orders.iter().any(|o| o != &plain));
     for order in orders {
         let mut a = order.clone();
@@ -330,11 +361,20 @@ fn a_pipeline_file_reads_a_tfds_source() {
     let file = PipelineFile::from_toml(&toml).unwrap();
     let got = file.build().unwrap().collect().unwrap();
     assert_eq!(got.len(), 12);
-    assert_eq!(got[0].iter().map(|(n, _)| n).collect::<Vec<_>>(), ["image", "label"]);
+    assert_eq!(
+        got[0].iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        ["image", "label"]
+    );
     // `files` does not apply; an unknown key is named; interleave is refused.
     for (toml, needle) in [
-        ("[source]\nformat = 'tfds'\nname = 'toy'\nfiles = ['x']\n", "`files` does not apply"),
-        ("[source]\nformat = 'tfds'\nname = 'toy'\nspilt = 'train'\n", "spilt"),
+        (
+            "[source]\nformat = 'tfds'\nname = 'toy'\nfiles = ['x']\n",
+            "`files` does not apply",
+        ),
+        (
+            "[source]\nformat = 'tfds'\nname = 'toy'\nspilt = 'train'\n",
+            "spilt",
+        ),
         (
             "[source]\nformat = 'tfds'\nname = 'toy'\n[[stage]]\nkind = 'interleave'\ncycle_length = 2\n",
             "already interleaves",

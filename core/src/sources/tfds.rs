@@ -322,7 +322,9 @@ fn subdirs(dir: &Path) -> Result<Vec<String>> {
         .filter_map(|e| e.ok())
         .filter(|e| e.path().is_dir())
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| !n.starts_with('.') && !n.starts_with("incomplete") && Version::parse(n).is_none())
+        .filter(|n| {
+            !n.starts_with('.') && !n.starts_with("incomplete") && Version::parse(n).is_none()
+        })
         .collect();
     out.sort();
     Ok(out)
@@ -502,9 +504,7 @@ impl TfdsInfo {
     pub fn read(dir: &Path) -> Result<TfdsInfo> {
         let info = read_json(&dir.join("dataset_info.json"))?;
         let info_path = dir.join("dataset_info.json");
-        let bad = |what: String| {
-            Error::data(format!("tfds: {}: {what}", info_path.display()))
-        };
+        let bad = |what: String| Error::data(format!("tfds: {}: {what}", info_path.display()));
         let name = info
             .get("name")
             .and_then(Json::as_str)
@@ -570,9 +570,8 @@ impl TfdsInfo {
         let features = if features_path.is_file() {
             let json = read_json(&features_path)?;
             let mut out = Vec::new();
-            flatten_features(&json, "", dir, &mut out).map_err(|m| {
-                Error::data(format!("tfds: {}: {m}", features_path.display()))
-            })?;
+            flatten_features(&json, "", dir, &mut out)
+                .map_err(|m| Error::data(format!("tfds: {}: {m}", features_path.display())))?;
             out.sort_by(|a, b| a.name.cmp(&b.name));
             out
         } else {
@@ -602,7 +601,13 @@ impl TfdsInfo {
                 "tfds: {} {} has no split {name:?} (splits: {})",
                 self.name,
                 self.version,
-                list(&self.splits.iter().map(|s| s.name.clone()).collect::<Vec<_>>())
+                list(
+                    &self
+                        .splits
+                        .iter()
+                        .map(|s| s.name.clone())
+                        .collect::<Vec<_>>()
+                )
             ))
         })
     }
@@ -902,7 +907,11 @@ fn flatten_features(
     Err(format!(
         "feature {name:?}: {} is not read (supported: Image, ClassLabel, Text, Tensor, \
          Scalar, Sequence, FeaturesDict)",
-        if short.is_empty() { "this feature" } else { short }
+        if short.is_empty() {
+            "this feature"
+        } else {
+            short
+        }
     ))
 }
 
@@ -1069,7 +1078,10 @@ fn split_parts(spec: &str) -> Result<Vec<Result<SplitPart>>> {
                                      a slice FROM:TO",
                                 ));
                             };
-                            (Some(Bound::Shard(v as i64)), Some(Bound::Shard(v as i64 + 1)))
+                            (
+                                Some(Bound::Shard(v as i64)),
+                                Some(Bound::Shard(v as i64 + 1)),
+                            )
                         }
                         [a, b] => {
                             let (a, b) = (parse(a)?, parse(b)?);
@@ -1169,7 +1181,13 @@ impl Dataset {
                                 "tfds: supervised key {k:?} is not a feature of {} (features: \
                                  {})",
                                 info.name,
-                                list(&info.features.iter().map(|f| f.name.clone()).collect::<Vec<_>>())
+                                list(
+                                    &info
+                                        .features
+                                        .iter()
+                                        .map(|f| f.name.clone())
+                                        .collect::<Vec<_>>()
+                                )
                             ))
                         })
                 })
@@ -1220,11 +1238,8 @@ impl Dataset {
                 Ok(d)
             },
         );
-        let parse = ParseExampleSpec::new(
-            features
-                .iter()
-                .map(|f| (f.name.clone(), f.parse_spec())),
-        );
+        let parse =
+            ParseExampleSpec::new(features.iter().map(|f| (f.name.clone(), f.parse_spec())));
         let mut d = records.parse_example(parse);
         if spec.decode_images {
             for f in features.iter().filter(|f| f.kind == FeatureKind::Image) {
@@ -1233,7 +1248,8 @@ impl Dataset {
                     ops: vec![ImageOp::Decode { channels }],
                     input: f.name.clone(),
                     output: None,
-                    num_parallel: Default::default(),
+                    // In parallel (in order), as TFDS decodes with AUTOTUNE.
+                    num_parallel: crate::parallelism::NumParallel::Auto,
                     deterministic: true,
                 });
             }
