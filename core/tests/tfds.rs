@@ -384,3 +384,38 @@ fn a_pipeline_file_reads_a_tfds_source() {
         assert!(err.contains(needle), "{err}");
     }
 }
+
+/// A checkpoint of a TFDS pipeline (sliced split across shards, shuffled shards, a shuffle
+/// buffer, shard 0 of 2) resumes where it stopped, in a fresh dataset.
+#[test]
+fn a_tfds_pipeline_resumes_from_its_checkpoint() {
+    let build = || {
+        Dataset::tfds(
+            TfdsSpec::new("toy", "train[10%:90%]+test[-5:]")
+                .data_dir(data_dir())
+                .shuffle_files(true),
+        )
+        .unwrap()
+        .shard(2, 0)
+        .shuffle(8)
+        .with_options(Options {
+            seed: Some(5),
+            ..Options::default()
+        })
+    };
+    let id = |e: &Element| e.tensor("meta/id").unwrap().as_i64().unwrap()[0];
+    let all: Vec<i64> = build().collect().unwrap().iter().map(id).collect();
+    assert_eq!(all.len(), 23); // (40 + 5) / 2, rounded up for shard 0
+    let mut it = build().iter().unwrap();
+    let head: Vec<i64> = it.by_ref().take(9).map(|e| id(&e.unwrap())).collect();
+    let checkpoint =
+        sluice_core::Checkpoint::from_json(&it.checkpoint().unwrap().to_json()).unwrap();
+    drop(it);
+    let tail: Vec<i64> = build()
+        .resume(&checkpoint)
+        .unwrap()
+        .map(|e| id(&e.unwrap()))
+        .collect();
+    assert_eq!(head, all[..9]);
+    assert_eq!(tail, all[9..]);
+}
