@@ -9,7 +9,8 @@
 //! range the split's slicing selects), interleaved as TFDS interleaves them (16 files at
 //! once, blocks of 16), `parse_example` with the spec `features.json` gives, and the
 //! decoding TFDS does by default (images to `uint8 [H, W, C]`, class labels as `int64`,
-//! tensors in their dtype and shape).
+//! tensors in their dtype and shape). PNG images decode to TensorFlow's pixels exactly; JPEG
+//! ones to zune-jpeg's (within a few levels of TensorFlow's, see `sluice_image::decode`).
 //!
 //! File formats: `tfrecord` only. `array_record`, `riegeli` and `parquet` shards are
 //! refused with an error naming the format.
