@@ -44,11 +44,13 @@ Examples:
   sluice cat --on-error skip damaged.tfrecord > good.jsonl
   sluice cat --format csv -o header=true -o 'record_defaults=[0, 0.0, \"\"]' prices.csv
   sluice cat --format text_lines -o compression_type=gzip 'corpus-*.txt.gz'
-  sluice cat --format fixed_length -o record_bytes=3073 data_batch_1.bin --limit 2"
+  sluice cat --format fixed_length -o record_bytes=3073 data_batch_1.bin --limit 2
+  sluice cat --format tfds -o name=mnist:3.*.* -o 'split=test[:5]' -o data_dir=~/tensorflow_datasets"
 )]
 pub(crate) struct CatArgs {
-    /// Files (or glob patterns, or URLs), printed in the order given.
-    #[arg(required = true, value_name = "FILE")]
+    /// Files (or glob patterns, or URLs), printed in the order given (none with
+    /// `--format tfds`, which names its data with `-o name=... -o split=...`).
+    #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
 
     /// What the files hold: TFRecord (the default), or another source format, whose
@@ -101,6 +103,17 @@ enum OnError {
 
 /// Runs `sluice cat`.
 pub(crate) fn run(args: &CatArgs) -> Result<ExitCode> {
+    if args.files.is_empty() && args.source_format != "tfds" {
+        use clap::CommandFactory;
+        let mut cli = crate::Cli::command();
+        let cat = cli.find_subcommand_mut("cat").expect("the cat subcommand");
+        cat.set_bin_name("sluice cat");
+        cat.error(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "sluice cat: give at least one FILE (only --format tfds reads none)",
+        )
+        .exit();
+    }
     if args.source_format != "tfrecord" || !args.options.is_empty() {
         return crate::cat_source::run(
             &args.files,

@@ -21,15 +21,26 @@ pub(crate) fn run(
     skip: bool,
 ) -> Result<ExitCode> {
     let mut table = toml::Table::new();
-    table.insert(
-        "files".into(),
-        toml::Value::Array(
-            files
-                .iter()
-                .map(|f| toml::Value::String(f.display().to_string()))
-                .collect(),
-        ),
-    );
+    if files.is_empty() && format != "tfds" {
+        bail!("sluice cat --format {format}: no FILE given");
+    }
+    if format == "tfds" && !files.is_empty() {
+        bail!(
+            "sluice cat --format tfds: a TFDS dataset is named with -o name=NAME (and -o \
+             split=..., -o data_dir=...), not with files"
+        );
+    }
+    if !files.is_empty() {
+        table.insert(
+            "files".into(),
+            toml::Value::Array(
+                files
+                    .iter()
+                    .map(|f| toml::Value::String(f.display().to_string()))
+                    .collect(),
+            ),
+        );
+    }
     table.insert("format".into(), toml::Value::String(format.to_string()));
     for option in options {
         let Some((key, value)) = option.split_once('=') else {

@@ -18,6 +18,7 @@ mod image_records;
 mod input;
 mod plugin_cmd;
 mod run;
+mod tfds_cmd;
 mod verify;
 
 /// Inspect and verify TFRecord files.
@@ -34,6 +35,7 @@ Examples:
   sluice verify 'data/train.tfrecord-*'
   sluice run examples/pipelines/augment.toml --data data/
   sluice plugin check target/release/libsluice_example_noise.so
+  sluice tfds list ~/tensorflow_datasets
 
 Run `sluice help <COMMAND>` for the options of a command.
 
@@ -56,6 +58,7 @@ enum Command {
     Convert(convert::ConvertArgs),
     Run(run::RunArgs),
     Plugin(plugin_cmd::PluginArgs),
+    Tfds(tfds_cmd::TfdsArgs),
 }
 
 /// The log on stderr when `SLUICE_LOG` is unset: warnings and errors, and what plugins print
@@ -94,6 +97,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Plugin(args) => plugin_cmd::run(&args),
+        Command::Tfds(args) => tfds_cmd::run(&args),
     };
     match outcome {
         Ok(code) => code,

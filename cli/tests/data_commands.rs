@@ -624,3 +624,102 @@ fn cat_prints_any_source_format_as_json_lines() {
         "{err}"
     );
 }
+
+#[test]
+fn tfds_list_info_and_cat_read_a_tfds_data_dir() {
+    let data_dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tfds/DATA_DIR");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let dir = data_dir.to_str().unwrap();
+    let out = run(&["tfds", "list", dir]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "toy  1.0.0 1.1.0\n");
+
+    let out = run(&["tfds", "info", "toy:1.0.*", "--data-dir", dir]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("toy 1.0.0\n"), "{text}");
+    assert!(text.contains("train: 50 examples in 2 shard(s)"), "{text}");
+    assert!(
+        text.contains("label: ClassLabel int64 [] names: cat, dog, bird"),
+        "{text}"
+    );
+    assert!(text.contains("supervised keys: (image, label)"), "{text}");
+    let out = run(&["tfds", "info", "toy", "--data-dir", dir, "--json"]);
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["version"], "1.1.0");
+    assert_eq!(
+        info["splits"][1]["shard_lengths"],
+        serde_json::json!([6, 6])
+    );
+
+    let out = run(&["tfds", "info", "toy:9.*.*", "--data-dir", dir]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("9.*.*") && err.contains("1.0.0, 1.1.0"),
+        "{err}"
+    );
+
+    let data_dir_opt = format!("data_dir={dir:?}");
+    let out = run(&[
+        "cat",
+        "--format",
+        "tfds",
+        "-o",
+        "name=toy",
+        "-o",
+        "split=test[-2:]",
+        "-o",
+        &data_dir_opt,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let keys: Vec<&String> = lines[0].as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "image",
+            "label",
+            "meta/grid",
+            "meta/id",
+            "text",
+            "tokens",
+            "vector"
+        ]
+    );
+    assert_eq!(lines[0]["image"][0][0].as_array().unwrap().len(), 3);
+
+    let out = run(&[
+        "cat",
+        "--format",
+        "tfds",
+        "-o",
+        "name=toy",
+        "-o",
+        "split=dev",
+        "-o",
+        &data_dir_opt,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("\"dev\"") && err.contains("train, test"),
+        "{err}"
+    );
+    let out = run(&["cat"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -91,6 +91,8 @@ pub use options::{ErrorPolicy, Options};
 pub use parallelism::NumParallel;
 pub use run::{Canceller, PipelineIter};
 pub use sluice_tensor::{DType, Shape, Shared, Tensor, TensorData};
+/// TFDS data directories: [`tfds::TfdsSpec`], [`Dataset::tfds`], the info and listing.
+pub use sources::tfds;
 pub use stats::PipelineStats;
 
 // What a custom stage (a plugin host's, or a user's) is written with.
@@ -145,6 +147,7 @@ pub mod prelude {
     pub use crate::sources::memory::RangeSpec;
     pub use crate::sources::storage::StorageSpec;
     pub use crate::sources::text_lines::TextLinesSpec;
+    pub use crate::sources::tfds::TfdsSpec;
     pub use crate::sources::tfrecord::TfRecordSpec;
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::cache::CacheSpec;

@@ -24,7 +24,7 @@ The same pipelines as ``sluice run`` reads: :meth:`Pipeline.from_toml`. For PyTo
 :mod:`sluice.torch`. Errors: :mod:`sluice.errors`.
 """
 
-from . import errors
+from . import errors, tfds
 from ._sluice import __version__, storage_stats
 from .errors import (
     CancelledError,
@@ -72,6 +72,7 @@ __all__ = [
     "zip",
     "sample_from_datasets",
     "storage_stats",
+    "tfds",
     "SluiceError",
     "InvalidArgumentError",
     "NotFoundError",

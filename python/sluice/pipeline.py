@@ -546,6 +546,8 @@ class _Source:
     def __init__(self, inner: Optional["_sluice.Source"], recipe: tuple) -> None:
         self.inner = inner
         self.recipe = recipe
+        # A TFDS source with `as_supervised=True`: its elements are yielded as `(x, y)`.
+        self.supervised: Optional[Tuple[str, str]] = None
 
 
 def _make_source(recipe: tuple) -> "_Source":
@@ -556,6 +558,10 @@ def _make_source(recipe: tuple) -> "_Source":
         inner = _sluice.source_toml_text(recipe[1])
     elif kind == "tfrecord":
         inner = _sluice.source_tfrecord(recipe[1])
+    elif kind == "tfds":
+        source = _Source(_sluice.source_tfrecord(recipe[1]), recipe)
+        source.supervised = recipe[2]
+        return source
     elif kind == "slices":
         inner = _sluice.source_slices(dict(recipe[1]))
     elif kind == "range":
@@ -643,6 +649,9 @@ class PipelineIterator(Iterator[Element]):
             raise
         if self._progress is not None:
             self._progress.update()
+        supervised = self._pipeline._source.supervised
+        if supervised is not None and isinstance(element, dict):
+            return (element[supervised[0]], element[supervised[1]])
         return element
 
     def _end_progress(self) -> None:

@@ -44,6 +44,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<transform::Transform>()?;
     m.add_class::<writer::TfRecordWriter>()?;
     m.add_function(wrap_pyfunction!(source::source_tfrecord, m)?)?;
+    m.add_function(wrap_pyfunction!(source::tfds_info, m)?)?;
     m.add_function(wrap_pyfunction!(source::source_toml_text, m)?)?;
     m.add_function(wrap_pyfunction!(source::source_toml_file, m)?)?;
     m.add_function(wrap_pyfunction!(source::source_slices, m)?)?;

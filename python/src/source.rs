@@ -270,3 +270,30 @@ pub(crate) fn source_sample_from(
         kind: SourceKind::Dataset(Dataset::from_stage(spec, datasets(&inputs))),
     })
 }
+
+/// A prepared TFDS dataset's info as JSON (`sluice tfds info --json`): version, file
+/// format, splits with their shard lengths, supervised keys, features; with `split`, also
+/// `num_examples` (what the split string selects).
+#[pyfunction]
+#[pyo3(signature = (name, data_dir=None, split=None))]
+pub(crate) fn tfds_info(
+    py: Python<'_>,
+    name: &str,
+    data_dir: Option<std::path::PathBuf>,
+    split: Option<&str>,
+) -> PyResult<String> {
+    use sluice_core::tfds::{TfdsInfo, default_data_dir};
+    let dir = default_data_dir(data_dir.as_deref());
+    let info = TfdsInfo::find(&dir, name).py_err(py)?;
+    let mut json = serde_json::to_value(&info).map_err(|e| invalid(py, e.to_string()))?;
+    if let Some(split) = split {
+        let n: u64 = info
+            .file_instructions(split)
+            .py_err(py)?
+            .iter()
+            .map(|f| f.len())
+            .sum();
+        json["num_examples"] = n.into();
+    }
+    Ok(json.to_string())
+}

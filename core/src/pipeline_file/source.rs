@@ -12,6 +12,7 @@ use crate::sources::format::FileFormat;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
+use crate::sources::tfds::TfdsSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
 
 use crate::invalid::{Invalid as Problem, Key as Seg};
@@ -100,6 +101,33 @@ impl SourceSpec {
         spec
     }
 
+    /// The dataset the source reads: its files' records, or a TFDS dataset.
+    pub(crate) fn dataset(&self) -> crate::Result<crate::Dataset> {
+        if let SourceFormat::Tfds(spec) = &self.format {
+            return crate::Dataset::tfds(self.tfds_spec(spec));
+        }
+        let files = crate::Dataset::files_with(crate::sources::files::FilesSpec {
+            patterns: self.patterns(),
+            shuffle: self.shuffle_files,
+            storage: self.storage.clone(),
+        })?;
+        Ok(self.read(&files))
+    }
+
+    /// A TFDS source's spec as read: `shuffle_files` from the common key, a relative
+    /// `data_dir` under [`dir`](SourceSpec::dir) (or `dir` itself when `data_dir` is not
+    /// set but `dir` is).
+    pub fn tfds_spec(&self, spec: &TfdsSpec) -> TfdsSpec {
+        let mut spec = spec.clone();
+        spec.shuffle_files = self.shuffle_files;
+        spec.data_dir = match (&self.dir, spec.data_dir.take()) {
+            (Some(dir), Some(d)) if d.is_relative() && !d.starts_with("~") => Some(dir.join(d)),
+            (_, Some(d)) => Some(d),
+            (dir, None) => dir.clone(),
+        };
+        spec
+    }
+
     /// The dataset of the records the source reads from the file list `files`.
     pub(crate) fn read(&self, files: &crate::Dataset) -> crate::Dataset {
         match &self.format {
@@ -110,6 +138,7 @@ impl SourceSpec {
             SourceFormat::Csv(spec) => files.read_files(spec.clone()),
             SourceFormat::TextLines(spec) => files.read_files(spec.clone()),
             SourceFormat::FixedLength(spec) => files.read_files(spec.clone()),
+            SourceFormat::Tfds(_) => unreachable!("a tfds source reads no file list"),
         }
     }
 
@@ -156,6 +185,19 @@ impl SourceSpec {
             SourceFormat::Csv(spec) => spec.validate().map_err(invalid)?,
             SourceFormat::TextLines(spec) => spec.validate().map_err(invalid)?,
             SourceFormat::FixedLength(spec) => spec.validate().map_err(invalid)?,
+            SourceFormat::Tfds(spec) => {
+                if !self.files.is_empty() {
+                    return Err(Problem::new(
+                        at("files"),
+                        "a tfds source names its data with `name`, `split` and `data_dir`; \
+                         `files` does not apply",
+                    ));
+                }
+                if spec.name.trim().is_empty() {
+                    return Err(Problem::new(at("name"), "`name` names the TFDS dataset"));
+                }
+                return Ok(());
+            }
         }
         if self.files.is_empty() {
             return Err(Problem::new(
@@ -247,11 +289,14 @@ pub enum SourceFormat {
     TextLines(TextLinesSpec),
     /// `fixed_length`: [`FixedLengthSpec`].
     FixedLength(FixedLengthSpec),
+    /// `tfds`: a prepared TensorFlow Datasets dataset, [`TfdsSpec`] (`name`, `split`,
+    /// `data_dir`, `as_supervised`; `shuffle_files` is the common key). It has no `files`.
+    Tfds(TfdsSpec),
 }
 
 impl SourceFormat {
     /// The formats' names, as `format` takes them.
-    pub const NAMES: [&str; 4] = ["tfrecord", "csv", "text_lines", "fixed_length"];
+    pub const NAMES: [&str; 5] = ["tfrecord", "csv", "text_lines", "fixed_length", "tfds"];
 
     /// Its name.
     pub fn name(&self) -> &'static str {
@@ -260,12 +305,13 @@ impl SourceFormat {
             SourceFormat::Csv(_) => "csv",
             SourceFormat::TextLines(_) => "text_lines",
             SourceFormat::FixedLength(_) => "fixed_length",
+            SourceFormat::Tfds(_) => "tfds",
         }
     }
 
     fn storage(&self) -> Option<&StorageSpec> {
         match self {
-            SourceFormat::TfRecord => None,
+            SourceFormat::TfRecord | SourceFormat::Tfds(_) => None,
             SourceFormat::Csv(s) => Some(&s.storage),
             SourceFormat::TextLines(s) => Some(&s.storage),
             SourceFormat::FixedLength(s) => Some(&s.storage),
@@ -277,7 +323,7 @@ impl SourceFormat {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CommonKeys {
-    #[serde(deserialize_with = "one_or_many")]
+    #[serde(default, deserialize_with = "one_or_many")]
     files: Vec<String>,
     #[serde(default)]
     dir: Option<PathBuf>,
@@ -345,6 +391,7 @@ impl FormatKeys {
             "fixed_length" => {
                 FormatKeys::Format(SourceFormat::FixedLength(FixedLengthSpec::deserialize(d)?))
             }
+            "tfds" => FormatKeys::Format(SourceFormat::Tfds(TfdsSpec::deserialize(d)?)),
             _ => FormatKeys::TfRecord(TfRecordKeys::deserialize(d)?),
         })
     }
@@ -431,10 +478,23 @@ impl Serialize for SourceSpec {
             SourceFormat::Csv(spec) => toml::Value::try_from(spec),
             SourceFormat::TextLines(spec) => toml::Value::try_from(spec),
             SourceFormat::FixedLength(spec) => toml::Value::try_from(spec),
+            SourceFormat::Tfds(spec) => {
+                let mut spec = spec.clone();
+                spec.shuffle_files = false;
+                toml::Value::try_from(spec).map(|v| match v {
+                    toml::Value::Table(mut t) => {
+                        t.remove("shuffle_files");
+                        toml::Value::Table(t)
+                    }
+                    v => v,
+                })
+            }
         }
         .map_err(S::Error::custom)?;
         let mut m = s.serialize_map(None)?;
-        m.serialize_entry("files", &self.files)?;
+        if !(self.files.is_empty() && matches!(self.format, SourceFormat::Tfds(_))) {
+            m.serialize_entry("files", &self.files)?;
+        }
         if let Some(dir) = &self.dir {
             m.serialize_entry("dir", dir)?;
         }

@@ -11,4 +11,5 @@ pub(crate) mod permutation;
 pub(crate) mod record_index;
 pub(crate) mod storage;
 pub(crate) mod text_lines;
+pub mod tfds;
 pub(crate) mod tfrecord;

@@ -297,6 +297,17 @@ pub(crate) struct TfRecordFile {
     spec: TfRecordSpec,
 }
 
+impl TfRecordFile {
+    /// The records of `path`, with ids `(file_index, record index)`.
+    pub(crate) fn new(path: String, file_index: u64, spec: TfRecordSpec) -> Self {
+        TfRecordFile {
+            path,
+            file_index,
+            spec,
+        }
+    }
+}
+
 impl Stage for TfRecordFile {
     fn name(&self) -> &'static str {
         "tfrecord_file"
