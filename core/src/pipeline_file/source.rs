@@ -10,6 +10,9 @@ use crate::sources::csv::CsvSpec;
 use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::FileFormat;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
+use crate::sources::numpy::NumpySpec;
+#[cfg(feature = "columnar")]
+use crate::sources::{arrow_ipc::ArrowSpec, parquet::ParquetSpec};
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
@@ -110,6 +113,11 @@ impl SourceSpec {
             SourceFormat::Csv(spec) => files.read_files(spec.clone()),
             SourceFormat::TextLines(spec) => files.read_files(spec.clone()),
             SourceFormat::FixedLength(spec) => files.read_files(spec.clone()),
+            SourceFormat::Numpy(spec) => files.read_files(spec.clone()),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(spec) => files.read_files(spec.clone()),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(spec) => files.read_files(spec.clone()),
         }
     }
 
@@ -156,6 +164,11 @@ impl SourceSpec {
             SourceFormat::Csv(spec) => spec.validate().map_err(invalid)?,
             SourceFormat::TextLines(spec) => spec.validate().map_err(invalid)?,
             SourceFormat::FixedLength(spec) => spec.validate().map_err(invalid)?,
+            SourceFormat::Numpy(spec) => spec.validate().map_err(invalid)?,
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(spec) => spec.validate().map_err(invalid)?,
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(spec) => spec.validate().map_err(invalid)?,
         }
         if self.files.is_empty() {
             return Err(Problem::new(
@@ -247,11 +260,27 @@ pub enum SourceFormat {
     TextLines(TextLinesSpec),
     /// `fixed_length`: [`FixedLengthSpec`].
     FixedLength(FixedLengthSpec),
+    /// `numpy`: [`NumpySpec`].
+    Numpy(NumpySpec),
+    /// `parquet`: [`ParquetSpec`] (feature `columnar`).
+    #[cfg(feature = "columnar")]
+    Parquet(ParquetSpec),
+    /// `arrow`: [`ArrowSpec`], Arrow IPC files and streams (feature `columnar`).
+    #[cfg(feature = "columnar")]
+    Arrow(ArrowSpec),
 }
 
 impl SourceFormat {
     /// The formats' names, as `format` takes them.
-    pub const NAMES: [&str; 4] = ["tfrecord", "csv", "text_lines", "fixed_length"];
+    pub const NAMES: &[&str] = &[
+        "tfrecord",
+        "csv",
+        "text_lines",
+        "fixed_length",
+        "numpy",
+        "parquet",
+        "arrow",
+    ];
 
     /// Its name.
     pub fn name(&self) -> &'static str {
@@ -260,6 +289,11 @@ impl SourceFormat {
             SourceFormat::Csv(_) => "csv",
             SourceFormat::TextLines(_) => "text_lines",
             SourceFormat::FixedLength(_) => "fixed_length",
+            SourceFormat::Numpy(_) => "numpy",
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(_) => "parquet",
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(_) => "arrow",
         }
     }
 
@@ -269,6 +303,11 @@ impl SourceFormat {
             SourceFormat::Csv(s) => Some(&s.storage),
             SourceFormat::TextLines(s) => Some(&s.storage),
             SourceFormat::FixedLength(s) => Some(&s.storage),
+            SourceFormat::Numpy(s) => Some(&s.storage),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(s) => Some(&s.storage),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(s) => Some(&s.storage),
         }
     }
 }
@@ -358,6 +397,18 @@ impl<'de> Deserialize<'de> for SourceSpec {
             "fixed_length" => {
                 spec.format = SourceFormat::FixedLength(rest.try_into().map_err(keys)?)
             }
+            "numpy" => spec.format = SourceFormat::Numpy(rest.try_into().map_err(keys)?),
+            #[cfg(feature = "columnar")]
+            "parquet" => spec.format = SourceFormat::Parquet(rest.try_into().map_err(keys)?),
+            #[cfg(feature = "columnar")]
+            "arrow" => spec.format = SourceFormat::Arrow(rest.try_into().map_err(keys)?),
+            #[cfg(not(feature = "columnar"))]
+            "parquet" | "arrow" => {
+                return Err(D::Error::custom(format!(
+                    "format {format:?} needs sluice-core's `columnar` feature, which this \
+                     build leaves out"
+                )));
+            }
             other => {
                 return Err(D::Error::custom(format!(
                     "unknown format {other:?}: expected one of {}",
@@ -388,6 +439,11 @@ impl Serialize for SourceSpec {
             SourceFormat::Csv(spec) => toml::Value::try_from(spec),
             SourceFormat::TextLines(spec) => toml::Value::try_from(spec),
             SourceFormat::FixedLength(spec) => toml::Value::try_from(spec),
+            SourceFormat::Numpy(spec) => toml::Value::try_from(spec),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(spec) => toml::Value::try_from(spec),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(spec) => toml::Value::try_from(spec),
         }
         .map_err(S::Error::custom)?;
         let mut m = s.serialize_map(None)?;
