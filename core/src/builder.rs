@@ -13,11 +13,11 @@ use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::{FileFormat, ReadFiles};
 use crate::sources::memory::{FromElements, RangeSpec};
 use crate::sources::numpy::NumpySpec;
-#[cfg(feature = "columnar")]
-use crate::sources::{arrow_ipc::ArrowSpec, parquet::ParquetSpec};
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::TfRecordSpec;
+#[cfg(feature = "columnar")]
+use crate::sources::{arrow_ipc::ArrowSpec, parquet::ParquetSpec};
 use crate::stages::batch::BatchSpec;
 use crate::stages::cache::{CacheSpec, CacheStage};
 use crate::stages::concatenate::ConcatenateSpec;

@@ -11,11 +11,11 @@ use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::FileFormat;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
 use crate::sources::numpy::NumpySpec;
-#[cfg(feature = "columnar")]
-use crate::sources::{arrow_ipc::ArrowSpec, parquet::ParquetSpec};
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
+#[cfg(feature = "columnar")]
+use crate::sources::{arrow_ipc::ArrowSpec, parquet::ParquetSpec};
 
 use crate::invalid::{Invalid as Problem, Key as Seg};
 

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
-    UInt8Type, UInt16Type, UInt32Type,
+    Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
+    UInt16Type, UInt32Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::NullBuffer;
@@ -125,9 +125,8 @@ impl BatchRows {
     ) -> Result<BatchRows, String> {
         let schema = batch.schema();
         let mut columns = Vec::new();
-        let mut add = |name: &str, array: &ArrayRef| {
-            convert(name, array, None, null_value, &mut columns)
-        };
+        let mut add =
+            |name: &str, array: &ArrayRef| convert(name, array, None, null_value, &mut columns);
         if wanted.is_empty() {
             for (field, array) in schema.fields().iter().zip(batch.columns()) {
                 add(field.name(), array)?;
@@ -385,7 +384,10 @@ fn flat(
                 .collect();
             fill_raw(TensorData::I32(Shared::new(v)), nulls, fill, name)?
         }
-        DataType::Date64 | DataType::Time64(_) | DataType::Timestamp(..) | DataType::Duration(_) => {
+        DataType::Date64
+        | DataType::Time64(_)
+        | DataType::Timestamp(..)
+        | DataType::Duration(_) => {
             let v = raw_fixed::<8>(array)
                 .into_iter()
                 .map(i64::from_le_bytes)

@@ -189,7 +189,11 @@ fn read_npz<R: Read + Seek>(
 ) -> std::result::Result<Vec<(Arc<str>, Array)>, String> {
     let mut zip = zip::ZipArchive::new(reader).map_err(|e| format!("not a valid .npz: {e}"))?;
     let names: Vec<String> = (0..zip.len())
-        .filter_map(|i| zip.name_for_index(i).and_then(|n| n.ok()).map(|n| n.to_string()))
+        .filter_map(|i| {
+            zip.name_for_index(i)
+                .and_then(|n| n.ok())
+                .map(|n| n.to_string())
+        })
         .collect();
     let array_name = |member: &str| member.strip_suffix(".npy").unwrap_or(member).to_string();
     let chosen: Vec<String> = if want.is_empty() {
@@ -265,7 +269,8 @@ fn parse_npy(bytes: &[u8]) -> std::result::Result<Array, String> {
         .ok_or("truncated .npy header")?;
     let header = std::str::from_utf8(header).map_err(|_| "the .npy header is not text")?;
     let descr = dict_value(header, "descr").ok_or("the .npy header has no 'descr'")?;
-    let fortran = dict_value(header, "fortran_order").ok_or("the .npy header has no 'fortran_order'")?;
+    let fortran =
+        dict_value(header, "fortran_order").ok_or("the .npy header has no 'fortran_order'")?;
     let shape = dict_value(header, "shape").ok_or("the .npy header has no 'shape'")?;
     let descr = descr
         .trim()
@@ -301,8 +306,7 @@ fn parse_npy(bytes: &[u8]) -> std::result::Result<Array, String> {
         .parse()
         .map_err(|_| format!("dtype '{descr}' is not supported"))?;
     let kind = match code {
-        "b" if size == 1 => Kind::Int,
-        "?" if size == 1 => Kind::Bool,
+        "b" | "?" if size == 1 => Kind::Bool,
         "i" => Kind::Int,
         "u" => Kind::Uint,
         "f" => Kind::Float,
@@ -316,7 +320,11 @@ fn parse_npy(bytes: &[u8]) -> std::result::Result<Array, String> {
         }
     };
     let count: usize = shape.iter().product();
-    let item = if kind == Kind::Unicode { size * 4 } else { size };
+    let item = if kind == Kind::Unicode {
+        size * 4
+    } else {
+        size
+    };
     let data_offset = start + header_len;
     let body = &bytes[data_offset..];
     if body.len() < count * item {
