@@ -562,21 +562,37 @@ fn gen_and_convert_write_the_same_features() {
 /// as `-o KEY=VALUE`; a bad row ends the output with an error naming the file and line.
 #[test]
 fn cat_prints_any_source_format_as_json_lines() {
-    let formats = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/formats");
+    let formats =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/formats");
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["cat", "--format", "csv", "-o", "header=true", "-o", "na_value=NA"])
+        .args([
+            "cat",
+            "--format",
+            "csv",
+            "-o",
+            "header=true",
+            "-o",
+            "na_value=NA",
+        ])
         .args(["-o", "record_defaults=[0, 0.0, \"?\", 0]"])
         .arg(formats.join("basic.csv"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 5);
-    assert_eq!(lines[0], serde_json::json!({"id": 1, "score": 0.5, "name": "Smith, John", "count": 7}));
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"id": 1, "score": 0.5, "name": "Smith, John", "count": 7})
+    );
     assert_eq!(lines[3]["name"], "?");
 
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -584,15 +600,109 @@ fn cat_prints_any_source_format_as_json_lines() {
         .arg(formats.join("lines.txt"))
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "{\"line\":\"first line\"}\n{\"line\":\"second\"}\n");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"line\":\"first line\"}\n{\"line\":\"second\"}\n"
+    );
 
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["cat", "--format", "csv", "-o", "record_defaults=[\"int64\", 0.0]"])
+        .args([
+            "cat",
+            "--format",
+            "csv",
+            "-o",
+            "record_defaults=[\"int64\", 0.0]",
+        ])
         .arg(formats.join("badtype.csv"))
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("badtype.csv") && err.contains("line 2, column 0"), "{err}");
+    assert!(
+        err.contains("badtype.csv") && err.contains("line 2, column 0"),
+        "{err}"
+    );
+}
+
+/// `sluice cat --format numpy | parquet | arrow`: the rows as JSON lines; columns projected
+/// with `-o columns=[...]`; a null is an error naming the file, row and column unless
+/// `-o null_value=...` is given.
+#[test]
+fn cat_prints_numpy_parquet_and_arrow_rows() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/columnar");
+    let cat = |args: &[&str], file: &str| {
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("cat")
+            .args(args)
+            .arg(dir.join(file))
+            .output()
+            .unwrap()
+    };
+    let lines = |out: &std::process::Output| -> Vec<serde_json::Value> {
+        String::from_utf8(out.stdout.clone())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let out = cat(&["--format", "numpy"], "fortran_i64_3d.npy");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = lines(&out);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["value"][2], serde_json::json!([20, 21, 22, 23]));
+
+    let out = cat(
+        &[
+            "--format",
+            "parquet",
+            "-o",
+            "columns=[\"id\", \"tokens\"]",
+            "--limit",
+            "3",
+        ],
+        "table_snappy.parquet",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        lines(&out)[2],
+        serde_json::json!({"id": 2, "tokens": [0, 1]})
+    );
+
+    let out = cat(
+        &["--format", "arrow", "-o", "columns=[\"label\"]"],
+        "table.stream.arrow",
+    );
+    assert!(!out.status.success());
+    assert_eq!(lines(&out).len(), 4);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("table.stream.arrow") && err.contains("row 4") && err.contains("`label`"),
+        "{err}"
+    );
+    let out = cat(
+        &[
+            "--format",
+            "arrow",
+            "-o",
+            "columns=[\"label\"]",
+            "-o",
+            "null_value=-1",
+        ],
+        "table.stream.arrow",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lines(&out)[4], serde_json::json!({"label": -1}));
 }
