@@ -327,11 +327,7 @@ fn flat(
             let mut v: Vec<$out> = values.iter().map(|&x| $conv(x)).collect();
             if let (Some(n), Some(f)) = (nulls, fill) {
                 let f: $out = $fill(f)?;
-                for i in 0..v.len() {
-                    if n.is_null(i) {
-                        v[i] = f;
-                    }
-                }
+                fill_nulls(&mut v, n, f);
             }
             TensorData::$variant(Shared::new(v))
         }};
@@ -347,11 +343,7 @@ fn flat(
             let mut v: Vec<u8> = b.values().iter().map(u8::from).collect();
             if let (Some(n), Some(f)) = (nulls, fill) {
                 let f = as_u8(f)?;
-                for i in 0..v.len() {
-                    if n.is_null(i) {
-                        v[i] = f;
-                    }
-                }
+                fill_nulls(&mut v, n, f);
             }
             TensorData::U8(Bytes::from(v))
         }
@@ -360,11 +352,7 @@ fn flat(
             let mut v = values.to_vec();
             if let (Some(n), Some(f)) = (nulls, fill) {
                 let f = as_u8(f)?;
-                for i in 0..v.len() {
-                    if n.is_null(i) {
-                        v[i] = f;
-                    }
-                }
+                fill_nulls(&mut v, n, f);
             }
             TensorData::U8(Bytes::from(v))
         }
@@ -476,6 +464,15 @@ fn fill_raw(
         }
         other => other,
     })
+}
+
+/// Sets the null slots of `v` to `f`.
+fn fill_nulls<T: Copy>(v: &mut [T], nulls: &NullBuffer, f: T) {
+    for (i, x) in v.iter_mut().enumerate() {
+        if nulls.is_null(i) {
+            *x = f;
+        }
+    }
 }
 
 /// Byte strings at `offsets` in `values`: one copy of the batch's bytes, each value a slice.
