@@ -45,7 +45,10 @@ Examples:
   sluice cat --format csv -o header=true -o 'record_defaults=[0, 0.0, \"\"]' prices.csv
   sluice cat --format text_lines -o compression_type=gzip 'corpus-*.txt.gz'
   sluice cat --format fixed_length -o record_bytes=3073 data_batch_1.bin --limit 2
-  sluice cat --format tfds -o name=mnist:3.*.* -o 'split=test[:5]' -o data_dir=~/tensorflow_datasets"
+  sluice cat --format tfds -o name=mnist:3.*.* -o 'split=test[:5]' -o data_dir=~/tensorflow_datasets
+  sluice cat --format numpy features.npz
+  sluice cat --format parquet -o 'columns=[\"label\", \"text\"]' train-00000.parquet
+  sluice cat --format arrow --limit 5 hf_dataset/train/data-00000-of-00001.arrow"
 )]
 pub(crate) struct CatArgs {
     /// Files (or glob patterns, or URLs), printed in the order given (none with

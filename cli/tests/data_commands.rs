@@ -723,3 +723,85 @@ fn tfds_list_info_and_cat_read_a_tfds_data_dir() {
     let out = run(&["cat"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `sluice cat --format numpy | parquet | arrow`: the rows as JSON lines; columns projected
+/// with `-o columns=[...]`; a null is an error naming the file, row and column unless
+/// `-o null_value=...` is given.
+#[test]
+fn cat_prints_numpy_parquet_and_arrow_rows() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/columnar");
+    let cat = |args: &[&str], file: &str| {
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("cat")
+            .args(args)
+            .arg(dir.join(file))
+            .output()
+            .unwrap()
+    };
+    let lines = |out: &std::process::Output| -> Vec<serde_json::Value> {
+        String::from_utf8(out.stdout.clone())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let out = cat(&["--format", "numpy"], "fortran_i64_3d.npy");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = lines(&out);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["value"][2], serde_json::json!([20, 21, 22, 23]));
+
+    let out = cat(
+        &[
+            "--format",
+            "parquet",
+            "-o",
+            "columns=[\"id\", \"tokens\"]",
+            "--limit",
+            "3",
+        ],
+        "table_snappy.parquet",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        lines(&out)[2],
+        serde_json::json!({"id": 2, "tokens": [0, 1]})
+    );
+
+    let out = cat(
+        &["--format", "arrow", "-o", "columns=[\"label\"]"],
+        "table.stream.arrow",
+    );
+    assert!(!out.status.success());
+    assert_eq!(lines(&out).len(), 4);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("table.stream.arrow") && err.contains("row 4") && err.contains("`label`"),
+        "{err}"
+    );
+    let out = cat(
+        &[
+            "--format",
+            "arrow",
+            "-o",
+            "columns=[\"label\"]",
+            "-o",
+            "null_value=-1",
+        ],
+        "table.stream.arrow",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lines(&out)[4], serde_json::json!({"label": -1}));
+}

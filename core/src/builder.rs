@@ -12,9 +12,12 @@ use crate::sources::files::{FileList, FilesSpec};
 use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::{FileFormat, ReadFiles};
 use crate::sources::memory::{FromElements, RangeSpec};
+use crate::sources::numpy::NumpySpec;
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::TfRecordSpec;
+#[cfg(feature = "columnar")]
+use crate::sources::{arrow_ipc::ArrowSpec, parquet::ParquetSpec};
 use crate::stages::batch::BatchSpec;
 use crate::stages::cache::{CacheSpec, CacheStage};
 use crate::stages::concatenate::ConcatenateSpec;
@@ -122,6 +125,55 @@ impl Dataset {
     pub fn fixed_length_records<S: AsRef<str>>(
         patterns: impl IntoIterator<Item = S>,
         spec: FixedLengthSpec,
+    ) -> Result<Dataset> {
+        Ok(Dataset::files_in(patterns, &spec.storage)?.read_files(spec))
+    }
+
+    /// The rows (first-axis slices) of the NumPy `.npy` / `.npz` files matching `patterns`,
+    /// as `from_tensor_slices` slices arrays (see [`NumpySpec`]).
+    ///
+    /// ```
+    /// use sluice_core::prelude::*;
+    ///
+    /// # fn main() -> sluice_core::Result<()> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("x.npy");
+    /// // np.save of np.arange(6, dtype="<i8").reshape(3, 2):
+    /// let header = "{'descr': '<i8', 'fortran_order': False, 'shape': (3, 2), }";
+    /// let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    /// let padded = format!("{header:<117}\n");
+    /// bytes.extend((padded.len() as u16).to_le_bytes());
+    /// bytes.extend(padded.as_bytes());
+    /// bytes.extend((0..6i64).flat_map(i64::to_le_bytes));
+    /// std::fs::write(&path, bytes).unwrap();
+    /// let rows = Dataset::numpy([path.to_str().unwrap()], NumpySpec::default())?.collect()?;
+    /// assert_eq!(rows.len(), 3);
+    /// assert_eq!(rows[1].tensor("value").unwrap().as_i64().unwrap(), &[2, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn numpy<S: AsRef<str>>(
+        patterns: impl IntoIterator<Item = S>,
+        spec: NumpySpec,
+    ) -> Result<Dataset> {
+        Ok(Dataset::files_in(patterns, &spec.storage)?.read_files(spec))
+    }
+
+    /// The rows of the Parquet files matching `patterns` (see [`ParquetSpec`]).
+    #[cfg(feature = "columnar")]
+    pub fn parquet<S: AsRef<str>>(
+        patterns: impl IntoIterator<Item = S>,
+        spec: ParquetSpec,
+    ) -> Result<Dataset> {
+        Ok(Dataset::files_in(patterns, &spec.storage)?.read_files(spec))
+    }
+
+    /// The rows of the Arrow IPC files (file or stream format, e.g. Hugging Face
+    /// `datasets`' `data-*.arrow`) matching `patterns` (see [`ArrowSpec`]).
+    #[cfg(feature = "columnar")]
+    pub fn arrow<S: AsRef<str>>(
+        patterns: impl IntoIterator<Item = S>,
+        spec: ArrowSpec,
     ) -> Result<Dataset> {
         Ok(Dataset::files_in(patterns, &spec.storage)?.read_files(spec))
     }

@@ -145,10 +145,13 @@ pub mod prelude {
     };
     pub use crate::sources::global_shuffle::GlobalShuffleSpec;
     pub use crate::sources::memory::RangeSpec;
+    pub use crate::sources::numpy::NumpySpec;
     pub use crate::sources::storage::StorageSpec;
     pub use crate::sources::text_lines::TextLinesSpec;
     pub use crate::sources::tfds::TfdsSpec;
     pub use crate::sources::tfrecord::TfRecordSpec;
+    #[cfg(feature = "columnar")]
+    pub use crate::sources::{arrow_ipc::ArrowSpec, columnar::NullValue, parquet::ParquetSpec};
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::cache::CacheSpec;
     pub use crate::stages::concatenate::ConcatenateSpec;

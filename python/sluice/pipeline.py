@@ -897,6 +897,88 @@ def fixed_length_records(
     return _file_source("fixed_length", files, keys, shuffle_files, dir, compression_type, storage)
 
 
+def numpy(
+    files: Files,
+    name: str = "value",
+    arrays: Optional[Sequence[str]] = None,
+    shuffle_files: bool = False,
+    dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    storage: Optional[Mapping[str, Any]] = None,
+) -> Pipeline:
+    """NumPy files (``np.save``'s ``.npy``, ``np.savez`` / ``savez_compressed``'s
+    ``.npz``), sliced along the first axis as ``from_tensor_slices`` slices arrays: one
+    element per row. An ``.npy`` file is one feature named ``name``; an ``.npz`` archive one
+    feature per array (``arrays``: only these, in this order), all with the same first
+    dimension. dtypes: ``uint8``, ``int32``, ``int64``, ``float32``, ``float64`` as
+    themselves; ``bool`` as ``uint8``; ``int8``/``int16``/``uint16`` widened to ``int32``,
+    ``uint32`` to ``int64``, ``float16`` to ``float32``; ``S``/``U`` strings as bytes; any
+    byte order, C or Fortran order. Others (``uint64``, objects, ...) are an error naming
+    the dtype. Each file is read into memory whole when it is opened."""
+    keys = {
+        "name": name if name != "value" else None,
+        "arrays": list(arrays) if arrays else None,
+    }
+    return _file_source("numpy", files, keys, shuffle_files, dir, None, storage)
+
+
+def _null_value(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError("null_value: a boolean is not a null value (use 0 or 1)")
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bytes):
+        value = value.decode()
+    if not isinstance(value, (int, float, str)):
+        raise InvalidArgumentError(f"null_value: expected a number or a string, got {value!r}")
+    return value
+
+
+def parquet(
+    files: Files,
+    columns: Optional[Sequence[str]] = None,
+    null_value: Any = None,
+    shuffle_files: bool = False,
+    dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    storage: Optional[Mapping[str, Any]] = None,
+) -> Pipeline:
+    """Parquet files: one element per row, one feature per column (``columns``: only these,
+    in this order; only they are decoded). Numbers keep their type (``bool``/``uint8`` as
+    ``uint8``, smaller ints widened to ``int32``, ``uint32`` to ``int64``), strings and
+    binaries are bytes, list columns 1-D arrays of each row's length, a struct column one
+    feature per field (``struct.field``). Row groups are read one after the other.
+
+    A null is an error naming the file, the row and the column, unless ``null_value`` is
+    given: a number (for numeric columns, cast to their type) or a string (for string and
+    binary columns); a null list reads as an empty list."""
+    keys = {
+        "columns": list(columns) if columns else None,
+        "null_value": _null_value(null_value),
+    }
+    return _file_source("parquet", files, keys, shuffle_files, dir, None, storage)
+
+
+def arrow(
+    files: Files,
+    columns: Optional[Sequence[str]] = None,
+    null_value: Any = None,
+    shuffle_files: bool = False,
+    dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    storage: Optional[Mapping[str, Any]] = None,
+) -> Pipeline:
+    """Arrow IPC files, in the file format (``pyarrow.ipc.new_file``, Feather v2) or the
+    stream format (``pyarrow.ipc.new_stream``; Hugging Face ``datasets``' saved
+    ``data-00000-of-00001.arrow`` files, read as they are): one element per row, read as
+    :func:`parquet` reads them (same ``columns`` and ``null_value``). Record batches are read
+    one after the other."""
+    keys = {
+        "columns": list(columns) if columns else None,
+        "null_value": _null_value(null_value),
+    }
+    return _file_source("arrow", files, keys, shuffle_files, dir, None, storage)
+
+
 def from_tensor_slices(tensors: Union[Mapping[str, Any], Any]) -> Pipeline:
     """One element per row of the given arrays (``Dataset.from_tensor_slices``): a dict
     name -> array-like (all with the same first dimension), or one array (named

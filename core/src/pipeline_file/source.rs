@@ -10,10 +10,13 @@ use crate::sources::csv::CsvSpec;
 use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::FileFormat;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
+use crate::sources::numpy::NumpySpec;
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfds::TfdsSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
+#[cfg(feature = "columnar")]
+use crate::sources::{arrow_ipc::ArrowSpec, parquet::ParquetSpec};
 
 use crate::invalid::{Invalid as Problem, Key as Seg};
 
@@ -139,6 +142,11 @@ impl SourceSpec {
             SourceFormat::TextLines(spec) => files.read_files(spec.clone()),
             SourceFormat::FixedLength(spec) => files.read_files(spec.clone()),
             SourceFormat::Tfds(_) => unreachable!("a tfds source reads no file list"),
+            SourceFormat::Numpy(spec) => files.read_files(spec.clone()),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(spec) => files.read_files(spec.clone()),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(spec) => files.read_files(spec.clone()),
         }
     }
 
@@ -198,6 +206,11 @@ impl SourceSpec {
                 }
                 return Ok(());
             }
+            SourceFormat::Numpy(spec) => spec.validate().map_err(invalid)?,
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(spec) => spec.validate().map_err(invalid)?,
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(spec) => spec.validate().map_err(invalid)?,
         }
         if self.files.is_empty() {
             return Err(Problem::new(
@@ -292,11 +305,28 @@ pub enum SourceFormat {
     /// `tfds`: a prepared TensorFlow Datasets dataset, [`TfdsSpec`] (`name`, `split`,
     /// `data_dir`, `as_supervised`; `shuffle_files` is the common key). It has no `files`.
     Tfds(TfdsSpec),
+    /// `numpy`: [`NumpySpec`].
+    Numpy(NumpySpec),
+    /// `parquet`: [`ParquetSpec`] (feature `columnar`).
+    #[cfg(feature = "columnar")]
+    Parquet(ParquetSpec),
+    /// `arrow`: [`ArrowSpec`], Arrow IPC files and streams (feature `columnar`).
+    #[cfg(feature = "columnar")]
+    Arrow(ArrowSpec),
 }
 
 impl SourceFormat {
     /// The formats' names, as `format` takes them.
-    pub const NAMES: [&str; 5] = ["tfrecord", "csv", "text_lines", "fixed_length", "tfds"];
+    pub const NAMES: &[&str] = &[
+        "tfrecord",
+        "csv",
+        "text_lines",
+        "fixed_length",
+        "tfds",
+        "numpy",
+        "parquet",
+        "arrow",
+    ];
 
     /// Its name.
     pub fn name(&self) -> &'static str {
@@ -306,6 +336,11 @@ impl SourceFormat {
             SourceFormat::TextLines(_) => "text_lines",
             SourceFormat::FixedLength(_) => "fixed_length",
             SourceFormat::Tfds(_) => "tfds",
+            SourceFormat::Numpy(_) => "numpy",
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(_) => "parquet",
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(_) => "arrow",
         }
     }
 
@@ -315,6 +350,11 @@ impl SourceFormat {
             SourceFormat::Csv(s) => Some(&s.storage),
             SourceFormat::TextLines(s) => Some(&s.storage),
             SourceFormat::FixedLength(s) => Some(&s.storage),
+            SourceFormat::Numpy(s) => Some(&s.storage),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(s) => Some(&s.storage),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(s) => Some(&s.storage),
         }
     }
 }
@@ -392,6 +432,18 @@ impl FormatKeys {
                 FormatKeys::Format(SourceFormat::FixedLength(FixedLengthSpec::deserialize(d)?))
             }
             "tfds" => FormatKeys::Format(SourceFormat::Tfds(TfdsSpec::deserialize(d)?)),
+            "numpy" => FormatKeys::Format(SourceFormat::Numpy(NumpySpec::deserialize(d)?)),
+            #[cfg(feature = "columnar")]
+            "parquet" => FormatKeys::Format(SourceFormat::Parquet(ParquetSpec::deserialize(d)?)),
+            #[cfg(feature = "columnar")]
+            "arrow" => FormatKeys::Format(SourceFormat::Arrow(ArrowSpec::deserialize(d)?)),
+            #[cfg(not(feature = "columnar"))]
+            "parquet" | "arrow" => {
+                return Err(<D::Error as serde::de::Error>::custom(format!(
+                    "format {format:?} needs sluice-core's `columnar` feature, which this \
+                     build leaves out"
+                )));
+            }
             _ => FormatKeys::TfRecord(TfRecordKeys::deserialize(d)?),
         })
     }
@@ -489,6 +541,11 @@ impl Serialize for SourceSpec {
                     v => v,
                 })
             }
+            SourceFormat::Numpy(spec) => toml::Value::try_from(spec),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Parquet(spec) => toml::Value::try_from(spec),
+            #[cfg(feature = "columnar")]
+            SourceFormat::Arrow(spec) => toml::Value::try_from(spec),
         }
         .map_err(S::Error::custom)?;
         let mut m = s.serialize_map(None)?;

@@ -1,0 +1,628 @@
+//! What the Parquet and Arrow IPC sources share: Arrow record batches as rows.
+//!
+//! A batch's columns are converted once, each into one buffer of values (numbers copied into
+//! a tensor buffer, byte strings into one `Bytes` they are slices of), and every row's tensor
+//! is a slice of it: no copy per element.
+//!
+//! Types: `bool` → u8; `int8`, `int16`, `uint16` → i32; `uint8` → u8; `int32` → i32;
+//! `uint32`, `int64` → i64; `float16` → f32; `float32`, `float64` as themselves; dates,
+//! times, timestamps and durations → their integer (i32 or i64, in the column's unit);
+//! strings and binaries (any offset width, views, fixed size) → byte strings; lists (any
+//! kind) of those → 1-D tensors, one length per row; a struct → one feature per field,
+//! named `struct.field`. Other types (`uint64`, decimals, maps, lists of lists, dictionaries,
+//! unions) are an error naming the column and its type.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
+    UInt16Type, UInt32Type,
+};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_buffer::NullBuffer;
+use arrow_schema::DataType;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::sources::format::{Record, RecordError};
+use crate::tensor::{Shared, Tensor, TensorData};
+
+/// The value a null takes when `null_value` is given: a number for numeric columns (cast to
+/// the column's type), a string for string and binary columns (a number is written as its
+/// decimal text there, a string in a numeric column is an error). A null list is an empty
+/// list.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum NullValue {
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Text(String),
+}
+
+impl PartialEq for NullValue {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (NullValue::Int(a), NullValue::Int(b)) => a == b,
+            (NullValue::Float(a), NullValue::Float(b)) => a.to_bits() == b.to_bits(),
+            (NullValue::Text(a), NullValue::Text(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for NullValue {}
+
+impl std::fmt::Display for NullValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NullValue::Int(i) => write!(f, "{i}"),
+            NullValue::Float(x) => write!(f, "{x}"),
+            NullValue::Text(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl NullValue {
+    fn as_f64(&self, column: &str) -> Result<f64, String> {
+        match self {
+            NullValue::Int(i) => Ok(*i as f64),
+            NullValue::Float(x) => Ok(*x),
+            NullValue::Text(s) => Err(format!(
+                "column `{column}` is numeric but null_value is the string {s:?}"
+            )),
+        }
+    }
+
+    fn as_i64(&self, column: &str) -> Result<i64, String> {
+        match self {
+            NullValue::Int(i) => Ok(*i),
+            other => other.as_f64(column).map(|x| x as i64),
+        }
+    }
+
+    fn as_bytes(&self) -> Bytes {
+        match self {
+            NullValue::Text(s) => Bytes::from(s.clone()),
+            other => Bytes::from(other.to_string()),
+        }
+    }
+}
+
+/// One column of a batch, converted.
+struct Column {
+    name: Arc<str>,
+    /// One value per row (`offsets == None`) or the lists' values.
+    values: TensorData,
+    /// A list column: row `i` is `values[offsets[i]..offsets[i + 1]]`.
+    offsets: Option<Vec<usize>>,
+    /// Rows that are null (left to report when no `null_value` is given).
+    nulls: Option<NullBuffer>,
+    /// Null items inside the lists (left to report).
+    item_nulls: Option<NullBuffer>,
+}
+
+/// The rows of one record batch.
+pub(crate) struct BatchRows {
+    columns: Vec<Column>,
+    rows: usize,
+    next: usize,
+    /// The index in the file of this batch's first row.
+    first_row: u64,
+}
+
+impl BatchRows {
+    /// Converts `batch` (whose first row is row `first_row` of the file), its columns in the
+    /// order of `wanted` (empty: all, in the batch's order).
+    pub(crate) fn new(
+        batch: &RecordBatch,
+        wanted: &[String],
+        null_value: Option<&NullValue>,
+        first_row: u64,
+    ) -> Result<BatchRows, String> {
+        let schema = batch.schema();
+        let mut columns = Vec::new();
+        let mut add =
+            |name: &str, array: &ArrayRef| convert(name, array, None, null_value, &mut columns);
+        if wanted.is_empty() {
+            for (field, array) in schema.fields().iter().zip(batch.columns()) {
+                add(field.name(), array)?;
+            }
+        } else {
+            for w in wanted {
+                let i = schema.index_of(w).map_err(|_| missing(w, &schema))?;
+                add(w, batch.column(i))?;
+            }
+        }
+        Ok(BatchRows {
+            columns,
+            rows: batch.num_rows(),
+            next: 0,
+            first_row,
+        })
+    }
+
+    /// The next row, `None` after the last.
+    pub(crate) fn next_row(&mut self) -> Option<Result<Record, RecordError>> {
+        if self.next >= self.rows {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        let row = self.first_row + i as u64;
+        let mut features = Vec::with_capacity(self.columns.len());
+        for c in &self.columns {
+            if c.nulls.as_ref().is_some_and(|n| n.is_null(i)) {
+                return Some(Err(null_error(row, &c.name, "is null")));
+            }
+            let t = match &c.offsets {
+                None => Tensor::new(&[], c.values.slice(i..i + 1)),
+                Some(o) => {
+                    let (a, b) = (o[i], o[i + 1]);
+                    if let Some(n) = &c.item_nulls
+                        && (a..b).any(|j| n.is_null(j))
+                    {
+                        return Some(Err(null_error(row, &c.name, "has a null item")));
+                    }
+                    Tensor::new(&[b - a], c.values.slice(a..b))
+                }
+            }
+            .expect("a row's shape matches its values");
+            features.push((Arc::clone(&c.name), t));
+        }
+        Some(Ok(Record {
+            offset: row,
+            features,
+        }))
+    }
+}
+
+/// The column names a file has, for a message about one it lacks.
+pub(crate) fn missing(name: &str, schema: &arrow_schema::Schema) -> String {
+    format!(
+        "no column `{name}` (the file has {})",
+        schema
+            .fields()
+            .iter()
+            .map(|f| format!("`{}`", f.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+fn null_error(row: u64, column: &str, what: &str) -> RecordError {
+    RecordError {
+        offset: row,
+        feature: Some(column.to_string()),
+        message: format!(
+            "row {row}: column `{column}` {what} (give the source a `null_value` to read \
+             nulls as a value)"
+        ),
+        recoverable: true,
+    }
+}
+
+/// Converts `array` (a column, or a struct's field) into `out`.
+fn convert(
+    name: &str,
+    array: &ArrayRef,
+    parent_nulls: Option<&NullBuffer>,
+    fill: Option<&NullValue>,
+    out: &mut Vec<Column>,
+) -> Result<(), String> {
+    let nulls = NullBuffer::union(parent_nulls, array.logical_nulls().as_ref());
+    let nulls = nulls.filter(|n| n.null_count() > 0);
+    let keep = |nulls: Option<NullBuffer>| if fill.is_some() { None } else { nulls };
+    let list = |offsets: Vec<usize>, values: &ArrayRef, out: &mut Vec<Column>| {
+        let item_nulls = values.logical_nulls().filter(|n| n.null_count() > 0);
+        let data = flat(name, values, item_nulls.as_ref(), fill)?;
+        if let (Some(n), Some(_)) = (&nulls, fill)
+            && (0..offsets.len() - 1).any(|i| n.is_null(i) && offsets[i] != offsets[i + 1])
+        {
+            // A null list is an empty list; this writer left values in its slot.
+            gathered(name, &offsets, &data, n, out);
+            return Ok::<_, String>(());
+        }
+        out.push(Column {
+            name: Arc::from(name),
+            values: data,
+            offsets: Some(offsets),
+            nulls: keep(nulls.clone()),
+            item_nulls: if fill.is_some() { None } else { item_nulls },
+        });
+        Ok(())
+    };
+    match array.data_type() {
+        DataType::Struct(fields) => {
+            let s = array.as_struct();
+            for (field, child) in fields.iter().zip(s.columns()) {
+                convert(
+                    &format!("{name}.{}", field.name()),
+                    child,
+                    nulls.as_ref(),
+                    fill,
+                    out,
+                )?;
+            }
+            Ok(())
+        }
+        DataType::List(_) => {
+            let l = array.as_list::<i32>();
+            let offsets = l.offsets().iter().map(|&o| o as usize).collect();
+            list(offsets, l.values(), out)
+        }
+        DataType::LargeList(_) => {
+            let l = array.as_list::<i64>();
+            let offsets = l.offsets().iter().map(|&o| o as usize).collect();
+            list(offsets, l.values(), out)
+        }
+        DataType::FixedSizeList(_, n) => {
+            let l = array.as_fixed_size_list();
+            let n = *n as usize;
+            let start = l.offset() * n;
+            let offsets = (0..=l.len()).map(|i| start + i * n).collect();
+            list(offsets, l.values(), out)
+        }
+        _ => {
+            let data = flat(name, array, nulls.as_ref(), fill)?;
+            out.push(Column {
+                name: Arc::from(name),
+                values: data,
+                offsets: None,
+                nulls: keep(nulls),
+                item_nulls: None,
+            });
+            Ok(())
+        }
+    }
+}
+
+/// A list column with null lists made empty when their slots were not empty: the values
+/// gathered row by row (rare: writers leave null lists empty).
+fn gathered(
+    name: &str,
+    offsets: &[usize],
+    data: &TensorData,
+    nulls: &NullBuffer,
+    out: &mut Vec<Column>,
+) {
+    let rows = offsets.len() - 1;
+    let mut parts = Vec::with_capacity(rows);
+    let mut fixed = vec![0usize];
+    for i in 0..rows {
+        let (a, b) = if nulls.is_null(i) {
+            (offsets[i], offsets[i])
+        } else {
+            (offsets[i], offsets[i + 1])
+        };
+        parts.push(data.slice(a..b));
+        fixed.push(fixed[i] + (b - a));
+    }
+    let refs: Vec<&TensorData> = parts.iter().collect();
+    let values = TensorData::concat(&refs).unwrap_or_else(|_| data.slice(0..0));
+    out.push(Column {
+        name: Arc::from(name),
+        values,
+        offsets: Some(fixed),
+        nulls: None,
+        item_nulls: None,
+    });
+}
+
+/// The values of a column of scalars (or a list's items), one per slot, nulls replaced by
+/// `fill` when given (else left as the writer left them, to be reported).
+fn flat(
+    name: &str,
+    array: &ArrayRef,
+    nulls: Option<&NullBuffer>,
+    fill: Option<&NullValue>,
+) -> Result<TensorData, String> {
+    let fill = if nulls.is_some() { fill } else { None };
+    macro_rules! prim {
+        ($ty:ty, $out:ty, $variant:ident, $conv:expr, $fill:expr) => {{
+            let values = array.as_primitive::<$ty>().values();
+            let mut v: Vec<$out> = values.iter().map(|&x| $conv(x)).collect();
+            if let (Some(n), Some(f)) = (nulls, fill) {
+                let f: $out = $fill(f)?;
+                fill_nulls(&mut v, n, f);
+            }
+            TensorData::$variant(Shared::new(v))
+        }};
+    }
+    let as_i32 = |f: &NullValue| f.as_i64(name).map(|x| x as i32);
+    let as_i64 = |f: &NullValue| f.as_i64(name);
+    let as_f32 = |f: &NullValue| f.as_f64(name).map(|x| x as f32);
+    let as_f64 = |f: &NullValue| f.as_f64(name);
+    let as_u8 = |f: &NullValue| f.as_i64(name).map(|x| x as u8);
+    Ok(match array.data_type() {
+        DataType::Boolean => {
+            let b = array.as_boolean();
+            let mut v: Vec<u8> = b.values().iter().map(u8::from).collect();
+            if let (Some(n), Some(f)) = (nulls, fill) {
+                let f = as_u8(f)?;
+                fill_nulls(&mut v, n, f);
+            }
+            TensorData::U8(Bytes::from(v))
+        }
+        DataType::UInt8 => {
+            let values = array.as_primitive::<UInt8Type>().values();
+            let mut v = values.to_vec();
+            if let (Some(n), Some(f)) = (nulls, fill) {
+                let f = as_u8(f)?;
+                fill_nulls(&mut v, n, f);
+            }
+            TensorData::U8(Bytes::from(v))
+        }
+        DataType::Int8 => prim!(Int8Type, i32, I32, i32::from, as_i32),
+        DataType::Int16 => prim!(Int16Type, i32, I32, i32::from, as_i32),
+        DataType::UInt16 => prim!(UInt16Type, i32, I32, i32::from, as_i32),
+        DataType::Int32 => prim!(Int32Type, i32, I32, |x| x, as_i32),
+        DataType::UInt32 => prim!(UInt32Type, i64, I64, i64::from, as_i64),
+        DataType::Int64 => prim!(Int64Type, i64, I64, |x| x, as_i64),
+        DataType::Float16 => prim!(Float16Type, f32, F32, |x: HalfF16| x.to_f32(), as_f32),
+        DataType::Float32 => prim!(Float32Type, f32, F32, |x| x, as_f32),
+        DataType::Float64 => prim!(Float64Type, f64, F64, |x| x, as_f64),
+        DataType::Date32 | DataType::Time32(_) => {
+            let v = raw_fixed::<4>(array)
+                .into_iter()
+                .map(i32::from_le_bytes)
+                .collect();
+            fill_raw(TensorData::I32(Shared::new(v)), nulls, fill, name)?
+        }
+        DataType::Date64
+        | DataType::Time64(_)
+        | DataType::Timestamp(..)
+        | DataType::Duration(_) => {
+            let v = raw_fixed::<8>(array)
+                .into_iter()
+                .map(i64::from_le_bytes)
+                .collect();
+            fill_raw(TensorData::I64(Shared::new(v)), nulls, fill, name)?
+        }
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            strings(a.values(), a.value_offsets(), nulls, fill)
+        }
+        DataType::LargeUtf8 => {
+            let a = array.as_string::<i64>();
+            strings(a.values(), a.value_offsets(), nulls, fill)
+        }
+        DataType::Binary => {
+            let a = array.as_binary::<i32>();
+            strings(a.values(), a.value_offsets(), nulls, fill)
+        }
+        DataType::LargeBinary => {
+            let a = array.as_binary::<i64>();
+            strings(a.values(), a.value_offsets(), nulls, fill)
+        }
+        DataType::Utf8View => {
+            let a = array.as_string_view();
+            views((0..a.len()).map(|i| a.value(i).as_bytes()), nulls, fill)
+        }
+        DataType::BinaryView => {
+            let a = array.as_binary_view();
+            views((0..a.len()).map(|i| a.value(i)), nulls, fill)
+        }
+        DataType::FixedSizeBinary(_) => {
+            let a = array.as_fixed_size_binary();
+            views((0..a.len()).map(|i| a.value(i)), nulls, fill)
+        }
+        other => {
+            return Err(format!(
+                "column `{name}` has type {other}, which is not supported (numbers, strings, \
+                 binaries, lists of them and structs are)"
+            ));
+        }
+    })
+}
+
+type HalfF16 = <Float16Type as arrow_array::ArrowPrimitiveType>::Native;
+
+/// The values of a fixed-width column as little-endian byte groups (the Arrow format is
+/// little-endian).
+fn raw_fixed<const N: usize>(array: &ArrayRef) -> Vec<[u8; N]> {
+    let data = array.to_data();
+    let buf = &data.buffers()[0];
+    let start = data.offset() * N;
+    buf.as_slice()[start..start + data.len() * N]
+        .chunks_exact(N)
+        .map(|c| c.try_into().expect("N bytes"))
+        .collect()
+}
+
+fn fill_raw(
+    data: TensorData,
+    nulls: Option<&NullBuffer>,
+    fill: Option<&NullValue>,
+    name: &str,
+) -> Result<TensorData, String> {
+    let (Some(n), Some(f)) = (nulls, fill) else {
+        return Ok(data);
+    };
+    let f = f.as_i64(name)?;
+    Ok(match data {
+        TensorData::I32(v) => {
+            let mut v = v.into_vec();
+            for (i, x) in v.iter_mut().enumerate() {
+                if n.is_null(i) {
+                    *x = f as i32;
+                }
+            }
+            TensorData::I32(Shared::new(v))
+        }
+        TensorData::I64(v) => {
+            let mut v = v.into_vec();
+            for (i, x) in v.iter_mut().enumerate() {
+                if n.is_null(i) {
+                    *x = f;
+                }
+            }
+            TensorData::I64(Shared::new(v))
+        }
+        other => other,
+    })
+}
+
+/// Sets the null slots of `v` to `f`.
+fn fill_nulls<T: Copy>(v: &mut [T], nulls: &NullBuffer, f: T) {
+    for (i, x) in v.iter_mut().enumerate() {
+        if nulls.is_null(i) {
+            *x = f;
+        }
+    }
+}
+
+/// Byte strings at `offsets` in `values`: one copy of the batch's bytes, each value a slice.
+fn strings<O: arrow_array::OffsetSizeTrait>(
+    values: &[u8],
+    offsets: &[O],
+    nulls: Option<&NullBuffer>,
+    fill: Option<&NullValue>,
+) -> TensorData {
+    let first = offsets.first().map_or(0, |o| o.as_usize());
+    let last = offsets.last().map_or(0, |o| o.as_usize());
+    let all = Bytes::copy_from_slice(&values[first..last]);
+    let fill = fill.map(NullValue::as_bytes);
+    let v = offsets
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| match (&fill, nulls) {
+            (Some(f), Some(n)) if n.is_null(i) => f.clone(),
+            _ => all.slice(w[0].as_usize() - first..w[1].as_usize() - first),
+        })
+        .collect();
+    TensorData::Bytes(Shared::new(v))
+}
+
+/// Byte strings one by one (views, fixed-size binaries): one copy of all of them, each a
+/// slice.
+fn views<'a>(
+    items: impl Iterator<Item = &'a [u8]> + Clone,
+    nulls: Option<&NullBuffer>,
+    fill: Option<&NullValue>,
+) -> TensorData {
+    let total: usize = items.clone().map(<[u8]>::len).sum();
+    let mut buf = Vec::with_capacity(total);
+    let mut ends = Vec::new();
+    for item in items {
+        buf.extend_from_slice(item);
+        ends.push(buf.len());
+    }
+    let all = Bytes::from(buf);
+    let fill = fill.map(NullValue::as_bytes);
+    let mut start = 0;
+    let v = ends
+        .into_iter()
+        .enumerate()
+        .map(|(i, end)| {
+            let b = match (&fill, nulls) {
+                (Some(f), Some(n)) if n.is_null(i) => f.clone(),
+                _ => all.slice(start..end),
+            };
+            start = end;
+            b
+        })
+        .collect();
+    TensorData::Bytes(Shared::new(v))
+}
+
+/// The record batches of one file as records.
+pub(crate) struct Batches {
+    batches: Box<dyn Iterator<Item = Result<RecordBatch, String>> + Send>,
+    current: Option<BatchRows>,
+    columns: Vec<String>,
+    null_value: Option<NullValue>,
+    /// Rows of the batches before `current`.
+    rows: u64,
+    done: bool,
+}
+
+impl Batches {
+    /// Reads `batches`, keeping `columns` (empty: all).
+    pub(crate) fn new(
+        batches: Box<dyn Iterator<Item = Result<RecordBatch, String>> + Send>,
+        columns: Vec<String>,
+        null_value: Option<NullValue>,
+    ) -> Batches {
+        Batches {
+            batches,
+            current: None,
+            columns,
+            null_value,
+            rows: 0,
+            done: false,
+        }
+    }
+}
+
+impl crate::sources::format::RecordReader for Batches {
+    fn next_record(&mut self) -> Option<Result<Record, RecordError>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(cur) = self.current.as_mut() {
+                if let Some(r) = cur.next_row() {
+                    return Some(r);
+                }
+                self.rows += cur.rows as u64;
+                self.current = None;
+            }
+            let fatal = |rows: u64, message: String| RecordError {
+                offset: rows,
+                feature: None,
+                message,
+                recoverable: false,
+            };
+            match self.batches.next()? {
+                Ok(batch) => {
+                    match BatchRows::new(&batch, &self.columns, self.null_value.as_ref(), self.rows)
+                    {
+                        Ok(rows) => self.current = Some(rows),
+                        Err(m) => {
+                            self.done = true;
+                            return Some(Err(fatal(self.rows, m)));
+                        }
+                    }
+                }
+                Err(m) => {
+                    self.done = true;
+                    return Some(Err(fatal(
+                        self.rows,
+                        format!("cannot read the rows from row {}: {m}", self.rows),
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// The whole of an object-store file, or a local file opened again for random access.
+pub(crate) enum Whole {
+    /// A local file.
+    File(std::fs::File),
+    /// An object-store file's bytes.
+    Bytes(Bytes),
+}
+
+impl Whole {
+    /// `file` for random access: local files are opened again (not read), object-store
+    /// files read whole into memory.
+    pub(crate) fn of(file: crate::sources::format::OpenedFile) -> crate::error::Result<Whole> {
+        let io = |error| crate::error::Error::Io {
+            path: file.path.clone().into(),
+            error,
+        };
+        if sluice_storage::is_url(&file.path) {
+            let mut input = file.input;
+            let mut v = Vec::with_capacity(file.size.unwrap_or(0) as usize);
+            std::io::Read::read_to_end(&mut input, &mut v).map_err(io)?;
+            Ok(Whole::Bytes(Bytes::from(v)))
+        } else {
+            Ok(Whole::File(std::fs::File::open(&file.path).map_err(io)?))
+        }
+    }
+}
