@@ -111,7 +111,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::sources::files::FilesSpec;
 
 pub use crate::registry::StageSpec;
 pub use crate::stages::padded_batch::PadDim;
@@ -255,12 +254,7 @@ impl PipelineFile {
         let cx = AppendContext {
             plugins: &preloaded,
         };
-        let files = Dataset::files_with(FilesSpec {
-            patterns: self.source.patterns(),
-            shuffle: self.source.shuffle_files,
-            storage: self.source.storage.clone(),
-        })?;
-        let mut dataset = self.source.read(&files);
+        let mut dataset = self.source.dataset()?;
         for stage in &self.stages {
             dataset = stage.append_with(&dataset, &cx)?;
         }

@@ -10,6 +10,7 @@ use crate::sources::csv::CsvSpec;
 use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::FileFormat;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
+use crate::sources::image_folder::{ImageFolderSpec, Subset};
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
@@ -100,16 +101,35 @@ impl SourceSpec {
         spec
     }
 
-    /// The dataset of the records the source reads from the file list `files`.
-    pub(crate) fn read(&self, files: &crate::Dataset) -> crate::Dataset {
-        match &self.format {
+    /// The dataset of the source's records: its files (or, for `image_folder`, the images
+    /// its directory indexes to) read in its format.
+    pub(crate) fn dataset(&self) -> crate::Result<crate::Dataset> {
+        let files = || {
+            crate::Dataset::files_with(crate::sources::files::FilesSpec {
+                patterns: self.patterns(),
+                shuffle: self.shuffle_files,
+                storage: self.storage.clone(),
+            })
+        };
+        Ok(match &self.format {
             SourceFormat::TfRecord => match self.global_shuffle_spec() {
-                Some(spec) => files.read_tfrecord_global_shuffle(self.reader(), spec),
-                None => files.read_tfrecord(self.reader()),
+                Some(spec) => files()?.read_tfrecord_global_shuffle(self.reader(), spec),
+                None => files()?.read_tfrecord(self.reader()),
             },
-            SourceFormat::Csv(spec) => files.read_files(spec.clone()),
-            SourceFormat::TextLines(spec) => files.read_files(spec.clone()),
-            SourceFormat::FixedLength(spec) => files.read_files(spec.clone()),
+            SourceFormat::Csv(spec) => files()?.read_files(spec.clone()),
+            SourceFormat::TextLines(spec) => files()?.read_files(spec.clone()),
+            SourceFormat::FixedLength(spec) => files()?.read_files(spec.clone()),
+            SourceFormat::ImageFolder(directory, spec) => {
+                crate::Dataset::image_folder(self.directory(directory), spec.clone())?
+            }
+        })
+    }
+
+    /// An `image_folder`'s directory: under [`dir`](SourceSpec::dir) when relative.
+    pub fn directory(&self, directory: &Path) -> PathBuf {
+        match &self.dir {
+            Some(dir) if directory.is_relative() => dir.join(directory),
+            _ => directory.to_path_buf(),
         }
     }
 
@@ -156,6 +176,36 @@ impl SourceSpec {
             SourceFormat::Csv(spec) => spec.validate().map_err(invalid)?,
             SourceFormat::TextLines(spec) => spec.validate().map_err(invalid)?,
             SourceFormat::FixedLength(spec) => spec.validate().map_err(invalid)?,
+            SourceFormat::ImageFolder(directory, spec) => {
+                spec.check().map_err(invalid)?;
+                if directory.as_os_str().is_empty() {
+                    return Err(Problem::new(
+                        at("directory"),
+                        "format \"image_folder\" needs `directory`: the folder of class folders",
+                    ));
+                }
+                if !self.files.is_empty() {
+                    return Err(Problem::new(
+                        at("files"),
+                        "format \"image_folder\" reads `directory` (its class folders), not \
+                         `files`",
+                    ));
+                }
+                if self.shuffle_files {
+                    return Err(Problem::new(
+                        at("shuffle_files"),
+                        "format \"image_folder\" orders its files by `shuffle` and `seed`",
+                    ));
+                }
+                if spec.subset == Some(Subset::Both) {
+                    return Err(Problem::new(
+                        at("subset"),
+                        "a source is one dataset: subset = \"training\" or \"validation\" \
+                         (\"both\" only from Rust or Python)",
+                    ));
+                }
+                return Ok(());
+            }
         }
         if self.files.is_empty() {
             return Err(Problem::new(
@@ -247,11 +297,20 @@ pub enum SourceFormat {
     TextLines(TextLinesSpec),
     /// `fixed_length`: [`FixedLengthSpec`].
     FixedLength(FixedLengthSpec),
+    /// `image_folder`: the folder of class folders (`directory`, in place of `files`) and
+    /// [`ImageFolderSpec`].
+    ImageFolder(PathBuf, ImageFolderSpec),
 }
 
 impl SourceFormat {
     /// The formats' names, as `format` takes them.
-    pub const NAMES: [&str; 4] = ["tfrecord", "csv", "text_lines", "fixed_length"];
+    pub const NAMES: [&str; 5] = [
+        "tfrecord",
+        "csv",
+        "text_lines",
+        "fixed_length",
+        "image_folder",
+    ];
 
     /// Its name.
     pub fn name(&self) -> &'static str {
@@ -260,6 +319,7 @@ impl SourceFormat {
             SourceFormat::Csv(_) => "csv",
             SourceFormat::TextLines(_) => "text_lines",
             SourceFormat::FixedLength(_) => "fixed_length",
+            SourceFormat::ImageFolder(..) => "image_folder",
         }
     }
 
@@ -269,6 +329,7 @@ impl SourceFormat {
             SourceFormat::Csv(s) => Some(&s.storage),
             SourceFormat::TextLines(s) => Some(&s.storage),
             SourceFormat::FixedLength(s) => Some(&s.storage),
+            SourceFormat::ImageFolder(..) => None,
         }
     }
 }
@@ -277,7 +338,7 @@ impl SourceFormat {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CommonKeys {
-    #[serde(deserialize_with = "one_or_many")]
+    #[serde(default, deserialize_with = "one_or_many")]
     files: Vec<String>,
     #[serde(default)]
     dir: Option<PathBuf>,
@@ -358,6 +419,21 @@ impl<'de> Deserialize<'de> for SourceSpec {
             "fixed_length" => {
                 spec.format = SourceFormat::FixedLength(rest.try_into().map_err(keys)?)
             }
+            "image_folder" => {
+                let mut rest = rest;
+                let directory = match rest.as_table_mut().and_then(|t| t.remove("directory")) {
+                    Some(toml::Value::String(d)) => PathBuf::from(d),
+                    Some(_) => return Err(D::Error::custom("`directory`: expected a path")),
+                    None => PathBuf::new(),
+                };
+                let keys = |e: toml::de::Error| {
+                    D::Error::custom(format!(
+                        "{} (the keys of format \"image_folder\", with `directory` and `dir`)",
+                        e.message()
+                    ))
+                };
+                spec.format = SourceFormat::ImageFolder(directory, rest.try_into().map_err(keys)?)
+            }
             other => {
                 return Err(D::Error::custom(format!(
                     "unknown format {other:?}: expected one of {}",
@@ -388,10 +464,15 @@ impl Serialize for SourceSpec {
             SourceFormat::Csv(spec) => toml::Value::try_from(spec),
             SourceFormat::TextLines(spec) => toml::Value::try_from(spec),
             SourceFormat::FixedLength(spec) => toml::Value::try_from(spec),
+            SourceFormat::ImageFolder(_, spec) => toml::Value::try_from(spec),
         }
         .map_err(S::Error::custom)?;
         let mut m = s.serialize_map(None)?;
-        m.serialize_entry("files", &self.files)?;
+        if let SourceFormat::ImageFolder(directory, _) = &self.format {
+            m.serialize_entry("directory", directory)?;
+        } else {
+            m.serialize_entry("files", &self.files)?;
+        }
         if let Some(dir) = &self.dir {
             m.serialize_entry("dir", dir)?;
         }

@@ -6,6 +6,7 @@ pub(crate) mod files;
 pub(crate) mod fixed_length;
 pub(crate) mod format;
 pub(crate) mod global_shuffle;
+pub(crate) mod image_folder;
 pub(crate) mod memory;
 pub(crate) mod permutation;
 pub(crate) mod record_index;
