@@ -44,10 +44,12 @@ Examples:
   sluice cat --on-error skip damaged.tfrecord > good.jsonl
   sluice cat --format csv -o header=true -o 'record_defaults=[0, 0.0, \"\"]' prices.csv
   sluice cat --format text_lines -o compression_type=gzip 'corpus-*.txt.gz'
-  sluice cat --format fixed_length -o record_bytes=3073 data_batch_1.bin --limit 2"
+  sluice cat --format fixed_length -o record_bytes=3073 data_batch_1.bin --limit 2
+  sluice cat --format image_folder -o image_size=[64,64] -o seed=1337 photos/"
 )]
 pub(crate) struct CatArgs {
-    /// Files (or glob patterns, or URLs), printed in the order given.
+    /// Files (or glob patterns, or URLs), printed in the order given; for `--format
+    /// image_folder`, the one folder of class folders.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 

@@ -21,23 +21,37 @@ pub(crate) fn run(
     skip: bool,
 ) -> Result<ExitCode> {
     let mut table = toml::Table::new();
-    table.insert(
-        "files".into(),
-        toml::Value::Array(
-            files
-                .iter()
-                .map(|f| toml::Value::String(f.display().to_string()))
-                .collect(),
-        ),
-    );
+    if format == "image_folder" {
+        // The one argument is the folder of class folders.
+        let [directory] = files else {
+            bail!("sluice cat --format image_folder: give one directory (of class folders)");
+        };
+        table.insert(
+            "directory".into(),
+            toml::Value::String(directory.display().to_string()),
+        );
+    } else {
+        table.insert(
+            "files".into(),
+            toml::Value::Array(
+                files
+                    .iter()
+                    .map(|f| toml::Value::String(f.display().to_string()))
+                    .collect(),
+            ),
+        );
+    }
     table.insert("format".into(), toml::Value::String(format.to_string()));
     for option in options {
         let Some((key, value)) = option.split_once('=') else {
             bail!("--option {option:?}: expected KEY=VALUE");
         };
         let key = key.trim();
-        if key == "files" || key == "format" {
-            bail!("--option {key}: give the files as arguments and the format with --format");
+        if key == "files" || key == "format" || key == "directory" {
+            bail!(
+                "--option {key}: give the files (or the directory) as arguments and the format \
+                 with --format"
+            );
         }
         table.insert(key.to_string(), toml_value(value));
     }

@@ -596,3 +596,36 @@ fn cat_prints_any_source_format_as_json_lines() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("badtype.csv") && err.contains("line 2, column 0"), "{err}");
 }
+
+#[test]
+fn cat_reads_an_image_folder() {
+    let tree = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/image_folder/tree");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["cat", "--format", "image_folder", "-o", "image_size=[2,3]", "-o", "shuffle=false"])
+        .args(["-o", "label_mode=categorical", "-o", "class_names=[\"dog\", \"cat\"]", "--limit", "6"])
+        .arg(&tree)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6);
+    // dog/d1..d5 first (class_names' order), then cat/c1.
+    assert_eq!(lines[0]["label"], serde_json::json!([1.0, 0.0]));
+    assert_eq!(lines[5]["label"], serde_json::json!([0.0, 1.0]));
+    let image = lines[0]["image"].as_array().unwrap();
+    assert_eq!((image.len(), image[0].as_array().unwrap().len()), (2, 3));
+
+    // Two directories: refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["cat", "--format", "image_folder"])
+        .arg(&tree)
+        .arg(&tree)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("one directory"));
+}
