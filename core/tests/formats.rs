@@ -469,7 +469,11 @@ fn csv_rows_are_read_exactly_once_across_an_elastic_resume() {
     let mut checkpoints = Vec::new();
     for rank in 0..2 {
         let mut it = host(2, rank).iter().unwrap();
-        seen.extend(it.by_ref().take(20 + 13 * rank as usize).map(|e| key(&e.unwrap())));
+        seen.extend(
+            it.by_ref()
+                .take(20 + 13 * rank as usize)
+                .map(|e| key(&e.unwrap())),
+        );
         checkpoints.push(it.checkpoint().unwrap());
     }
     for rank in 0..3 {

@@ -789,11 +789,7 @@ impl RecordReader for CsvRecords {
             return Some(Err(RecordError {
                 offset: row.offset,
                 feature: None,
-                message: format!(
-                    "line {}: expected {expected} fields, found {n}{}",
-                    row.line,
-                    if n > expected { "" } else { "" }
-                ),
+                message: format!("line {}: expected {expected} fields, found {n}", row.line),
                 recoverable: true,
             }));
         }
