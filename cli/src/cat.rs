@@ -45,11 +45,13 @@ Examples:
   sluice cat --format csv -o header=true -o 'record_defaults=[0, 0.0, \"\"]' prices.csv
   sluice cat --format text_lines -o compression_type=gzip 'corpus-*.txt.gz'
   sluice cat --format fixed_length -o record_bytes=3073 data_batch_1.bin --limit 2
-  sluice cat --format image_folder -o image_size=[64,64] -o seed=1337 photos/"
+  sluice cat --format image_folder -o image_size=[64,64] -o seed=1337 photos/
+  sluice cat --format sql -o 'query=\"SELECT id, price FROM items\"' shop.db"
 )]
 pub(crate) struct CatArgs {
     /// Files (or glob patterns, or URLs), printed in the order given; for `--format
-    /// image_folder`, the one folder of class folders.
+    /// image_folder`, the one folder of class folders; for `--format sql`, the one
+    /// database (a SQLite file or a postgresql:// URL).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 

@@ -30,6 +30,18 @@ pub(crate) fn run(
             "directory".into(),
             toml::Value::String(directory.display().to_string()),
         );
+    } else if format == "sql" {
+        // The one argument is the database: a PostgreSQL URL or a SQLite file.
+        let [database] = files else {
+            bail!("sluice cat --format sql: give one database (a SQLite file or a PostgreSQL URL)");
+        };
+        let database = database.display().to_string();
+        let key = if database.contains("://") {
+            "url"
+        } else {
+            "path"
+        };
+        table.insert(key.into(), toml::Value::String(database));
     } else {
         table.insert(
             "files".into(),
@@ -47,10 +59,10 @@ pub(crate) fn run(
             bail!("--option {option:?}: expected KEY=VALUE");
         };
         let key = key.trim();
-        if key == "files" || key == "format" || key == "directory" {
+        if ["files", "format", "directory", "url", "path"].contains(&key) {
             bail!(
-                "--option {key}: give the files (or the directory) as arguments and the format \
-                 with --format"
+                "--option {key}: give the files (the directory, the database) as arguments and \
+                 the format with --format"
             );
         }
         table.insert(key.to_string(), toml_value(value));

@@ -562,21 +562,37 @@ fn gen_and_convert_write_the_same_features() {
 /// as `-o KEY=VALUE`; a bad row ends the output with an error naming the file and line.
 #[test]
 fn cat_prints_any_source_format_as_json_lines() {
-    let formats = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/formats");
+    let formats =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/formats");
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["cat", "--format", "csv", "-o", "header=true", "-o", "na_value=NA"])
+        .args([
+            "cat",
+            "--format",
+            "csv",
+            "-o",
+            "header=true",
+            "-o",
+            "na_value=NA",
+        ])
         .args(["-o", "record_defaults=[0, 0.0, \"?\", 0]"])
         .arg(formats.join("basic.csv"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 5);
-    assert_eq!(lines[0], serde_json::json!({"id": 1, "score": 0.5, "name": "Smith, John", "count": 7}));
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"id": 1, "score": 0.5, "name": "Smith, John", "count": 7})
+    );
     assert_eq!(lines[3]["name"], "?");
 
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -584,29 +600,61 @@ fn cat_prints_any_source_format_as_json_lines() {
         .arg(formats.join("lines.txt"))
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "{\"line\":\"first line\"}\n{\"line\":\"second\"}\n");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"line\":\"first line\"}\n{\"line\":\"second\"}\n"
+    );
 
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["cat", "--format", "csv", "-o", "record_defaults=[\"int64\", 0.0]"])
+        .args([
+            "cat",
+            "--format",
+            "csv",
+            "-o",
+            "record_defaults=[\"int64\", 0.0]",
+        ])
         .arg(formats.join("badtype.csv"))
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("badtype.csv") && err.contains("line 2, column 0"), "{err}");
+    assert!(
+        err.contains("badtype.csv") && err.contains("line 2, column 0"),
+        "{err}"
+    );
 }
 
 #[test]
 fn cat_reads_an_image_folder() {
-    let tree = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/image_folder/tree");
+    let tree = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/image_folder/tree");
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["cat", "--format", "image_folder", "-o", "image_size=[2,3]", "-o", "shuffle=false"])
-        .args(["-o", "label_mode=categorical", "-o", "class_names=[\"dog\", \"cat\"]", "--limit", "6"])
+        .args([
+            "cat",
+            "--format",
+            "image_folder",
+            "-o",
+            "image_size=[2,3]",
+            "-o",
+            "shuffle=false",
+        ])
+        .args([
+            "-o",
+            "label_mode=categorical",
+            "-o",
+            "class_names=[\"dog\", \"cat\"]",
+            "--limit",
+            "6",
+        ])
         .arg(&tree)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -628,4 +676,54 @@ fn cat_reads_an_image_folder() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("one directory"));
+}
+
+#[test]
+fn cat_reads_a_sql_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE items (id INTEGER, price REAL, name TEXT);
+         INSERT INTO items VALUES (1, 9.5, 'tea'), (2, NULL, 'cup'), (3, 1.25, 'pot');",
+    )
+    .unwrap();
+    drop(conn);
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "cat",
+            "--format",
+            "sql",
+            "-o",
+            "query=\"SELECT * FROM items ORDER BY id\"",
+        ])
+        .args(["-o", "null_defaults={price = 0.0}"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"id\":1,\"name\":\"tea\",\"price\":9.5}\n{\"id\":2,\"name\":\"cup\",\"price\":0.0}\n\
+         {\"id\":3,\"name\":\"pot\",\"price\":1.25}\n"
+    );
+    // Without the default: the NULL's row and column.
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "cat",
+            "--format",
+            "sql",
+            "-o",
+            "query=\"SELECT * FROM items ORDER BY id\"",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("row 1, column \"price\""), "{err}");
 }

@@ -13,6 +13,7 @@ use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::{FileFormat, ReadFiles};
 use crate::sources::image_folder::{ImageFolderSpec, Subset};
 use crate::sources::memory::{FromElements, RangeSpec};
+use crate::sources::sql::SqlSpec;
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::TfRecordSpec;
@@ -159,6 +160,13 @@ impl Dataset {
             spec.dataset(&train, directory)?,
             spec.dataset(&val, directory)?,
         ))
+    }
+
+    /// The rows of a SQL query on a SQLite file or a PostgreSQL server, one element per
+    /// row, one scalar per column (see [`SqlSpec`]); with `partition_column`, one file-list
+    /// entry per range of it, so `shard` and `interleave` split the reading.
+    pub fn sql(spec: SqlSpec) -> Result<Dataset> {
+        spec.dataset()
     }
 
     fn files_in<S: AsRef<str>>(

@@ -146,6 +146,7 @@ pub mod prelude {
         ColorMode, ImageFolderIndex, ImageFolderSpec, Interpolation, LabelMode, Labels, Subset,
     };
     pub use crate::sources::memory::RangeSpec;
+    pub use crate::sources::sql::{SqlSpec, SqlValue};
     pub use crate::sources::storage::StorageSpec;
     pub use crate::sources::text_lines::TextLinesSpec;
     pub use crate::sources::tfrecord::TfRecordSpec;

@@ -96,13 +96,13 @@ fn file_order_class_names_and_splits_are_keras_s() {
                 (!want["class_names"].is_null()).then(|| strings(&want["class_names"]));
             assert_eq!(index.class_names, want_classes, "{name}: class_names");
             // Labels follow the files: the class folder's index.
-            if let Some(classes) = &index.class_names {
-                if spec.label_mode == LabelMode::Int {
-                    for (path, label) in relative(&index.file_paths).iter().zip(&index.labels) {
-                        let class = path.split('/').next().unwrap();
-                        let i = classes.iter().position(|c| c == class).unwrap();
-                        assert_eq!(*label, i as i64, "{name}: {path}");
-                    }
+            if let Some(classes) = &index.class_names
+                && spec.label_mode == LabelMode::Int
+            {
+                for (path, label) in relative(&index.file_paths).iter().zip(&index.labels) {
+                    let class = path.split('/').next().unwrap();
+                    let i = classes.iter().position(|c| c == class).unwrap();
+                    assert_eq!(*label, i as i64, "{name}: {path}");
                 }
             }
         }

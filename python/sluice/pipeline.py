@@ -888,6 +888,39 @@ def fixed_length_records(
     return _file_source("fixed_length", files, keys, shuffle_files, dir, compression_type, storage)
 
 
+def sql(
+    query: str,
+    url: Optional[str] = None,
+    path: Optional[Union[str, "os.PathLike[str]"]] = None,
+    partition_column: Optional[str] = None,
+    num_partitions: Optional[int] = None,
+    lower_bound: Optional[int] = None,
+    upper_bound: Optional[int] = None,
+    null_defaults: Optional[Mapping[str, Union[int, float, str]]] = None,
+) -> Pipeline:
+    """The rows of a SQL query on a SQLite file (``path``) or a PostgreSQL server (``url``,
+    ``postgresql://user@host/db``): one element per row, one scalar per column, typed from
+    the column (integers ``int64``, reals ``float64``, text and blobs ``bytes``). A NULL is an
+    error naming its row and column unless ``null_defaults`` gives the column a value. With
+    ``partition_column`` (an integer column) and ``num_partitions``, the query is read in
+    that many ranges of it (between ``lower_bound`` and ``upper_bound``, by default the
+    column's minimum and maximum), each a file of the source, so ``with_shard`` and
+    ``interleave`` split the reading."""
+    keys: Dict[str, Any] = {
+        "format": "sql",
+        "query": query,
+        "url": url,
+        "path": os.fspath(path) if path is not None else None,
+        "partition_column": partition_column,
+        "num_partitions": num_partitions,
+        "lower_bound": lower_bound,
+        "upper_bound": upper_bound,
+        "null_defaults": dict(null_defaults) if null_defaults else None,
+    }
+    spec = {k: v for k, v in keys.items() if v is not None}
+    return Pipeline(_make_source(("tfrecord", json.dumps(spec))))
+
+
 _IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 
 

@@ -11,6 +11,7 @@ use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::FileFormat;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
 use crate::sources::image_folder::{ImageFolderSpec, Subset};
+use crate::sources::sql::SqlSpec;
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::{TfRecordSpec, compression_str};
@@ -122,6 +123,11 @@ impl SourceSpec {
             SourceFormat::ImageFolder(directory, spec) => {
                 crate::Dataset::image_folder(self.directory(directory), spec.clone())?
             }
+            SourceFormat::Sql(spec) => {
+                let mut spec = spec.clone();
+                spec.path = spec.path.map(|p| self.directory(&p));
+                spec.dataset()?
+            }
         })
     }
 
@@ -202,6 +208,20 @@ impl SourceSpec {
                         at("subset"),
                         "a source is one dataset: subset = \"training\" or \"validation\" \
                          (\"both\" only from Rust or Python)",
+                    ));
+                }
+                return Ok(());
+            }
+            SourceFormat::Sql(spec) => {
+                spec.check().map_err(invalid)?;
+                if !self.files.is_empty() || self.shuffle_files {
+                    return Err(Problem::new(
+                        at(if self.files.is_empty() {
+                            "shuffle_files"
+                        } else {
+                            "files"
+                        }),
+                        "format \"sql\" reads `query` from `path` or `url`, not `files`",
                     ));
                 }
                 return Ok(());
@@ -300,16 +320,19 @@ pub enum SourceFormat {
     /// `image_folder`: the folder of class folders (`directory`, in place of `files`) and
     /// [`ImageFolderSpec`].
     ImageFolder(PathBuf, ImageFolderSpec),
+    /// `sql`: [`SqlSpec`] (`path` or `url` and `query`, in place of `files`).
+    Sql(SqlSpec),
 }
 
 impl SourceFormat {
     /// The formats' names, as `format` takes them.
-    pub const NAMES: [&str; 5] = [
+    pub const NAMES: [&str; 6] = [
         "tfrecord",
         "csv",
         "text_lines",
         "fixed_length",
         "image_folder",
+        "sql",
     ];
 
     /// Its name.
@@ -320,6 +343,7 @@ impl SourceFormat {
             SourceFormat::TextLines(_) => "text_lines",
             SourceFormat::FixedLength(_) => "fixed_length",
             SourceFormat::ImageFolder(..) => "image_folder",
+            SourceFormat::Sql(_) => "sql",
         }
     }
 
@@ -329,7 +353,7 @@ impl SourceFormat {
             SourceFormat::Csv(s) => Some(&s.storage),
             SourceFormat::TextLines(s) => Some(&s.storage),
             SourceFormat::FixedLength(s) => Some(&s.storage),
-            SourceFormat::ImageFolder(..) => None,
+            SourceFormat::ImageFolder(..) | SourceFormat::Sql(_) => None,
         }
     }
 }
@@ -419,6 +443,7 @@ impl<'de> Deserialize<'de> for SourceSpec {
             "fixed_length" => {
                 spec.format = SourceFormat::FixedLength(rest.try_into().map_err(keys)?)
             }
+            "sql" => spec.format = SourceFormat::Sql(rest.try_into().map_err(keys)?),
             "image_folder" => {
                 let mut rest = rest;
                 let directory = match rest.as_table_mut().and_then(|t| t.remove("directory")) {
@@ -465,11 +490,14 @@ impl Serialize for SourceSpec {
             SourceFormat::TextLines(spec) => toml::Value::try_from(spec),
             SourceFormat::FixedLength(spec) => toml::Value::try_from(spec),
             SourceFormat::ImageFolder(_, spec) => toml::Value::try_from(spec),
+            SourceFormat::Sql(spec) => toml::Value::try_from(spec),
         }
         .map_err(S::Error::custom)?;
         let mut m = s.serialize_map(None)?;
         if let SourceFormat::ImageFolder(directory, _) = &self.format {
             m.serialize_entry("directory", directory)?;
+        } else if let SourceFormat::Sql(_) = &self.format {
+            // No files: `path` or `url` and `query`.
         } else {
             m.serialize_entry("files", &self.files)?;
         }

@@ -299,13 +299,13 @@ impl ImageFolderSpec {
                 "`image_size` must be two positive numbers [height, width]",
             ));
         }
-        if let Some(v) = self.validation_split {
-            if !(v > 0.0 && v < 1.0) {
-                return Err(Invalid::at(
-                    "validation_split",
-                    format!("`validation_split` must be between 0 and 1, got {v}"),
-                ));
-            }
+        if let Some(v) = self.validation_split
+            && !(v > 0.0 && v < 1.0)
+        {
+            return Err(Invalid::at(
+                "validation_split",
+                format!("`validation_split` must be between 0 and 1, got {v}"),
+            ));
         }
         match (self.validation_split.is_some(), self.subset.is_some()) {
             (true, false) => {
@@ -330,13 +330,13 @@ impl ImageFolderSpec {
                  and validation subsets do not overlap",
             ));
         }
-        if let Some(seed) = self.seed {
-            if seed > u64::from(u32::MAX) {
-                return Err(Invalid::at(
-                    "seed",
-                    format!("`seed` must be between 0 and 2^32 - 1, got {seed}"),
-                ));
-            }
+        if let Some(seed) = self.seed
+            && seed > u64::from(u32::MAX)
+        {
+            return Err(Invalid::at(
+                "seed",
+                format!("`seed` must be between 0 and 2^32 - 1, got {seed}"),
+            ));
         }
         Ok(())
     }

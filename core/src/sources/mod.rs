@@ -10,6 +10,7 @@ pub(crate) mod image_folder;
 pub(crate) mod memory;
 pub(crate) mod permutation;
 pub(crate) mod record_index;
+pub(crate) mod sql;
 pub(crate) mod storage;
 pub(crate) mod text_lines;
 pub(crate) mod tfrecord;
