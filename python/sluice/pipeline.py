@@ -965,10 +965,10 @@ def image_folder(
             validation_split=validation_split, interpolation=interpolation,
             follow_links=follow_links, decode=decode,
         )
-        return (
-            image_folder(directory, subset="training", **common),  # type: ignore[arg-type]
-            image_folder(directory, subset="validation", **common),  # type: ignore[arg-type]
-        )
+        train = image_folder(directory, subset="training", **common)  # type: ignore[arg-type]
+        val = image_folder(directory, subset="validation", **common)  # type: ignore[arg-type]
+        assert isinstance(train, Pipeline) and isinstance(val, Pipeline)
+        return train, val
     if isinstance(labels, str) and labels not in ("inferred", "none"):
         raise InvalidArgumentError(
             f"image_folder: labels must be \"inferred\", None or a list of integers, got {labels!r}"

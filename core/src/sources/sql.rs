@@ -17,7 +17,9 @@
 //! Spark's JDBC source splits a table: the first range also takes the NULLs and everything
 //! below, the last everything above. Each partition is one entry of the dataset's file
 //! list, read on its own connection, so `shard` gives each host its partitions and
-//! `interleave` reads several at once; element ids are (partition, row in it).
+//! `interleave` reads several at once; element ids are (partition, row in it). A checkpoint
+//! resumes a partition by skipping the rows already read: a query resumed must return its
+//! rows in the same order, so give it an `ORDER BY` on a unique key.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
