@@ -445,3 +445,36 @@ batch_size = 2
         assert!(err.contains(says), "{err} should say {says}");
     }
 }
+
+/// A checkpoint of a seeded image folder (interleaved, batched) resumes where it stopped, in
+/// a fresh dataset indexed again.
+#[test]
+fn a_seeded_image_folder_resumes_from_its_checkpoint() {
+    let build = || {
+        Dataset::image_folder(
+            tree(),
+            ImageFolderSpec {
+                image_size: [3, 2],
+                seed: Some(1337),
+                ..ImageFolderSpec::default()
+            },
+        )
+        .unwrap()
+        .interleave(InterleaveSpec::new(3))
+    };
+    let file = |e: &Element| e.provenance().unwrap().file.to_string();
+    let all: Vec<String> = build().collect().unwrap().iter().map(file).collect();
+    assert_eq!(all.len(), 13);
+    let mut it = build().iter().unwrap();
+    let head: Vec<String> = it.by_ref().take(5).map(|e| file(&e.unwrap())).collect();
+    let checkpoint =
+        sluice_core::Checkpoint::from_json(&it.checkpoint().unwrap().to_json()).unwrap();
+    drop(it);
+    let tail: Vec<String> = build()
+        .resume(&checkpoint)
+        .unwrap()
+        .map(|e| file(&e.unwrap()))
+        .collect();
+    assert_eq!(head, all[..5]);
+    assert_eq!(tail, all[5..]);
+}

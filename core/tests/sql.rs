@@ -313,3 +313,44 @@ fn postgres_rows_types_nulls_and_partitions() {
         .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
         .unwrap();
 }
+
+/// A checkpoint of a partitioned, ordered query resumes where it stopped.
+#[test]
+fn a_partitioned_query_resumes_from_its_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = sqlite_db(dir.path());
+    let build = || {
+        Dataset::sql(SqlSpec {
+            path: Some(path.clone()),
+            query: "SELECT id FROM items ORDER BY id".into(),
+            partition_column: Some("id".into()),
+            num_partitions: Some(3),
+            ..SqlSpec::default()
+        })
+        .unwrap()
+        .interleave(InterleaveSpec::new(2))
+    };
+    let all: Vec<i64> = build()
+        .collect()
+        .unwrap()
+        .iter()
+        .map(|e| i64_of(e, "id"))
+        .collect();
+    assert_eq!(all.len(), ROWS as usize);
+    let mut it = build().iter().unwrap();
+    let head: Vec<i64> = it
+        .by_ref()
+        .take(21)
+        .map(|e| i64_of(&e.unwrap(), "id"))
+        .collect();
+    let checkpoint =
+        sluice_core::Checkpoint::from_json(&it.checkpoint().unwrap().to_json()).unwrap();
+    drop(it);
+    let tail: Vec<i64> = build()
+        .resume(&checkpoint)
+        .unwrap()
+        .map(|e| i64_of(&e.unwrap(), "id"))
+        .collect();
+    assert_eq!(head, all[..21]);
+    assert_eq!(tail, all[21..]);
+}
