@@ -478,3 +478,43 @@ fn a_seeded_image_folder_resumes_from_its_checkpoint() {
     assert_eq!(head, all[..5]);
     assert_eq!(tail, all[5..]);
 }
+
+/// Labels given as a list: one per image of the whole directory in sorted path order (as
+/// Keras: the hidden folder too), class names their sorted values as text.
+#[test]
+fn a_list_of_labels() {
+    let files = case("no_labels")["subsets"][0]["file_paths"]
+        .as_array()
+        .unwrap()
+        .len();
+    let labels: Vec<i64> = (0..files as i64).map(|i| i % 2 * 5).collect();
+    let spec = ImageFolderSpec {
+        labels: Labels::List(labels.clone()),
+        shuffle: false,
+        image_size: [2, 2],
+        ..ImageFolderSpec::default()
+    };
+    let index = spec.index(tree()).unwrap();
+    assert_eq!(
+        index.class_names,
+        Some(vec!["0".to_string(), "5".to_string()])
+    );
+    assert!(relative(&index.file_paths).contains(&".hidden/h.png".to_string()));
+    let got: Vec<i64> = Dataset::image_folder(tree(), spec)
+        .unwrap()
+        .collect()
+        .unwrap()
+        .iter()
+        .map(|e| match e.tensor("label").unwrap().data() {
+            TensorData::I32(v) => i64::from(v[0]),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(got, labels);
+    let wrong = ImageFolderSpec {
+        labels: Labels::List(vec![0, 1]),
+        ..ImageFolderSpec::default()
+    };
+    let err = Dataset::image_folder(tree(), wrong).unwrap_err();
+    assert!(err.to_string().contains("2 labels"), "{err}");
+}
