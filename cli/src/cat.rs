@@ -48,11 +48,15 @@ Examples:
   sluice cat --format tfds -o name=mnist:3.*.* -o 'split=test[:5]' -o data_dir=~/tensorflow_datasets
   sluice cat --format numpy features.npz
   sluice cat --format parquet -o 'columns=[\"label\", \"text\"]' train-00000.parquet
-  sluice cat --format arrow --limit 5 hf_dataset/train/data-00000-of-00001.arrow"
+  sluice cat --format arrow --limit 5 hf_dataset/train/data-00000-of-00001.arrow
+  sluice cat --format image_folder -o image_size=[64,64] -o seed=1337 photos/
+  sluice cat --format sql -o 'query=\"SELECT id, price FROM items\"' shop.db"
 )]
 pub(crate) struct CatArgs {
-    /// Files (or glob patterns, or URLs), printed in the order given (none with
-    /// `--format tfds`, which names its data with `-o name=... -o split=...`).
+    /// Files (or glob patterns, or URLs), printed in the order given; for `--format
+    /// image_folder`, the one folder of class folders; for `--format sql`, the one
+    /// database (a SQLite file or a postgresql:// URL); none with `--format tfds`, which
+    /// names its data with `-o name=... -o split=...`.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
 

@@ -30,7 +30,30 @@ pub(crate) fn run(
              split=..., -o data_dir=...), not with files"
         );
     }
-    if !files.is_empty() {
+    if format == "tfds" {
+        // Named by its options.
+    } else if format == "image_folder" {
+        // The one argument is the folder of class folders.
+        let [directory] = files else {
+            bail!("sluice cat --format image_folder: give one directory (of class folders)");
+        };
+        table.insert(
+            "directory".into(),
+            toml::Value::String(directory.display().to_string()),
+        );
+    } else if format == "sql" {
+        // The one argument is the database: a PostgreSQL URL or a SQLite file.
+        let [database] = files else {
+            bail!("sluice cat --format sql: give one database (a SQLite file or a PostgreSQL URL)");
+        };
+        let database = database.display().to_string();
+        let key = if database.contains("://") {
+            "url"
+        } else {
+            "path"
+        };
+        table.insert(key.into(), toml::Value::String(database));
+    } else {
         table.insert(
             "files".into(),
             toml::Value::Array(
@@ -47,8 +70,11 @@ pub(crate) fn run(
             bail!("--option {option:?}: expected KEY=VALUE");
         };
         let key = key.trim();
-        if key == "files" || key == "format" {
-            bail!("--option {key}: give the files as arguments and the format with --format");
+        if ["files", "format", "directory", "url", "path"].contains(&key) {
+            bail!(
+                "--option {key}: give the files (the directory, the database) as arguments and \
+                 the format with --format"
+            );
         }
         table.insert(key.to_string(), toml_value(value));
     }

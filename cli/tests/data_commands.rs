@@ -805,3 +805,106 @@ fn cat_prints_numpy_parquet_and_arrow_rows() {
     );
     assert_eq!(lines(&out)[4], serde_json::json!({"label": -1}));
 }
+
+#[test]
+fn cat_reads_an_image_folder() {
+    let tree = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/image_folder/tree");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "cat",
+            "--format",
+            "image_folder",
+            "-o",
+            "image_size=[2,3]",
+            "-o",
+            "shuffle=false",
+        ])
+        .args([
+            "-o",
+            "label_mode=categorical",
+            "-o",
+            "class_names=[\"dog\", \"cat\"]",
+            "--limit",
+            "6",
+        ])
+        .arg(&tree)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6);
+    // dog/d1..d5 first (class_names' order), then cat/c1.
+    assert_eq!(lines[0]["label"], serde_json::json!([1.0, 0.0]));
+    assert_eq!(lines[5]["label"], serde_json::json!([0.0, 1.0]));
+    let image = lines[0]["image"].as_array().unwrap();
+    assert_eq!((image.len(), image[0].as_array().unwrap().len()), (2, 3));
+
+    // Two directories: refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["cat", "--format", "image_folder"])
+        .arg(&tree)
+        .arg(&tree)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("one directory"));
+}
+
+#[test]
+fn cat_reads_a_sql_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE items (id INTEGER, price REAL, name TEXT);
+         INSERT INTO items VALUES (1, 9.5, 'tea'), (2, NULL, 'cup'), (3, 1.25, 'pot');",
+    )
+    .unwrap();
+    drop(conn);
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "cat",
+            "--format",
+            "sql",
+            "-o",
+            "query=\"SELECT * FROM items ORDER BY id\"",
+        ])
+        .args(["-o", "null_defaults={price = 0.0}"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"id\":1,\"name\":\"tea\",\"price\":9.5}\n{\"id\":2,\"name\":\"cup\",\"price\":0.0}\n\
+         {\"id\":3,\"name\":\"pot\",\"price\":1.25}\n"
+    );
+    // Without the default: the NULL's row and column.
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "cat",
+            "--format",
+            "sql",
+            "-o",
+            "query=\"SELECT * FROM items ORDER BY id\"",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("row 1, column \"price\""), "{err}");
+}

@@ -1,6 +1,6 @@
 //! The tf.data-like builder methods of [`Dataset`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::dataset::Dataset;
@@ -11,8 +11,10 @@ use crate::sources::csv::CsvSpec;
 use crate::sources::files::{FileList, FilesSpec};
 use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::{FileFormat, ReadFiles};
+use crate::sources::image_folder::{ImageFolderSpec, Subset};
 use crate::sources::memory::{FromElements, RangeSpec};
 use crate::sources::numpy::NumpySpec;
+use crate::sources::sql::SqlSpec;
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfrecord::TfRecordSpec;
@@ -176,6 +178,47 @@ impl Dataset {
         spec: ArrowSpec,
     ) -> Result<Dataset> {
         Ok(Dataset::files_in(patterns, &spec.storage)?.read_files(spec))
+    }
+
+    /// The images of `directory`'s class folders, labelled by folder, as
+    /// `tf.keras.utils.image_dataset_from_directory` reads them (see [`ImageFolderSpec`]):
+    /// elements `{image, label}`, in Keras's file order for the spec's seed.
+    ///
+    /// `subset = Both` is refused here: use [`Dataset::image_folder_both`].
+    pub fn image_folder(directory: impl AsRef<Path>, spec: ImageFolderSpec) -> Result<Dataset> {
+        if spec.subset == Some(Subset::Both) {
+            return Err(crate::Error::invalid(
+                "image_folder: subset = \"both\" makes two datasets: use Dataset::image_folder_both",
+            ));
+        }
+        let directory = directory.as_ref();
+        spec.dataset(&spec.index(directory)?, directory)
+    }
+
+    /// The training and validation datasets of a `validation_split`, as
+    /// `image_dataset_from_directory(subset="both")` returns them (any `subset` in `spec`
+    /// is ignored).
+    pub fn image_folder_both(
+        directory: impl AsRef<Path>,
+        spec: ImageFolderSpec,
+    ) -> Result<(Dataset, Dataset)> {
+        let directory = directory.as_ref();
+        let spec = ImageFolderSpec {
+            subset: Some(Subset::Both),
+            ..spec
+        };
+        let (train, val) = spec.split(spec.index(directory)?);
+        Ok((
+            spec.dataset(&train, directory)?,
+            spec.dataset(&val, directory)?,
+        ))
+    }
+
+    /// The rows of a SQL query on a SQLite file or a PostgreSQL server, one element per
+    /// row, one scalar per column (see [`SqlSpec`]); with `partition_column`, one file-list
+    /// entry per range of it, so `shard` and `interleave` split the reading.
+    pub fn sql(spec: SqlSpec) -> Result<Dataset> {
+        spec.dataset()
     }
 
     fn files_in<S: AsRef<str>>(

@@ -144,8 +144,12 @@ pub mod prelude {
         FileFormat, OpenedFile, Opening, ReadFiles, Record, RecordError, RecordReader,
     };
     pub use crate::sources::global_shuffle::GlobalShuffleSpec;
+    pub use crate::sources::image_folder::{
+        ColorMode, ImageFolderIndex, ImageFolderSpec, Interpolation, LabelMode, Labels, Subset,
+    };
     pub use crate::sources::memory::RangeSpec;
     pub use crate::sources::numpy::NumpySpec;
+    pub use crate::sources::sql::{SqlSpec, SqlValue};
     pub use crate::sources::storage::StorageSpec;
     pub use crate::sources::text_lines::TextLinesSpec;
     pub use crate::sources::tfds::TfdsSpec;

@@ -977,6 +977,130 @@ def arrow(
         "null_value": _null_value(null_value),
     }
     return _file_source("arrow", files, keys, shuffle_files, dir, None, storage)
+def sql(
+    query: str,
+    url: Optional[str] = None,
+    path: Optional[Union[str, "os.PathLike[str]"]] = None,
+    partition_column: Optional[str] = None,
+    num_partitions: Optional[int] = None,
+    lower_bound: Optional[int] = None,
+    upper_bound: Optional[int] = None,
+    null_defaults: Optional[Mapping[str, Union[int, float, str]]] = None,
+) -> Pipeline:
+    """The rows of a SQL query on a SQLite file (``path``) or a PostgreSQL server (``url``,
+    ``postgresql://user@host/db``): one element per row, one scalar per column, typed from
+    the column (integers ``int64``, reals ``float64``, text and blobs ``bytes``). A NULL is an
+    error naming its row and column unless ``null_defaults`` gives the column a value. With
+    ``partition_column`` (an integer column) and ``num_partitions``, the query is read in
+    that many ranges of it (between ``lower_bound`` and ``upper_bound``, by default the
+    column's minimum and maximum), each a file of the source, so ``with_shard`` and
+    ``interleave`` split the reading."""
+    keys: Dict[str, Any] = {
+        "format": "sql",
+        "query": query,
+        "url": url,
+        "path": os.fspath(path) if path is not None else None,
+        "partition_column": partition_column,
+        "num_partitions": num_partitions,
+        "lower_bound": lower_bound,
+        "upper_bound": upper_bound,
+        "null_defaults": dict(null_defaults) if null_defaults else None,
+    }
+    spec = {k: v for k, v in keys.items() if v is not None}
+    return Pipeline(_make_source(("tfrecord", json.dumps(spec))))
+
+
+_IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+
+
+def image_folder(
+    directory: Union[str, "os.PathLike[str]"],
+    labels: Union[str, Sequence[int], None] = "inferred",
+    label_mode: Optional[str] = "int",
+    class_names: Optional[Sequence[str]] = None,
+    color_mode: str = "rgb",
+    image_size: Union[int, Tuple[int, int]] = (256, 256),
+    shuffle: bool = True,
+    seed: Optional[int] = None,
+    validation_split: Optional[float] = None,
+    subset: Optional[str] = None,
+    interpolation: str = "bilinear",
+    follow_links: bool = False,
+    decode: bool = True,
+) -> Union[Pipeline, Tuple[Pipeline, Pipeline]]:
+    """The images of a folder of class folders, as
+    ``tf.keras.utils.image_dataset_from_directory`` reads them (same parameter names and
+    defaults; unbatched: add ``.batch(32)``): one element ``{"image", "label"}`` per file.
+
+    Class folders sorted (or ``class_names``, in their order) are labels ``0..n-1``; files
+    ending in .bmp/.gif/.jpeg/.jpg/.png are found at any depth; with ``shuffle`` the file
+    list is shuffled with ``seed`` exactly as Keras does (same seed, same order), then
+    ``validation_split`` keeps ``subset``'s part (``"both"`` returns the training and the
+    validation pipelines). ``image``: decoded to ``color_mode``'s channels and resized to
+    ``image_size`` (``float32``; ``uint8`` for ``interpolation="nearest"``), or the file's
+    bytes with ``decode=False``. ``label``: ``int32`` (``label_mode="int"``), one-hot
+    ``float32`` (``"categorical"``), ``float32 [1]`` (``"binary"``), or none
+    (``labels=None`` or ``label_mode=None``). The pipeline's ``class_names`` lists the
+    classes, as Keras's dataset does.
+    """
+    if subset == "both":
+        if validation_split is None:
+            raise InvalidArgumentError(
+                "image_folder: with `subset`, `validation_split` must be set"
+            )
+        common = dict(
+            labels=labels, label_mode=label_mode, class_names=class_names,
+            color_mode=color_mode, image_size=image_size, shuffle=shuffle, seed=seed,
+            validation_split=validation_split, interpolation=interpolation,
+            follow_links=follow_links, decode=decode,
+        )
+        train = image_folder(directory, subset="training", **common)  # type: ignore[arg-type]
+        val = image_folder(directory, subset="validation", **common)  # type: ignore[arg-type]
+        assert isinstance(train, Pipeline) and isinstance(val, Pipeline)
+        return train, val
+    if isinstance(labels, str) and labels not in ("inferred", "none"):
+        raise InvalidArgumentError(
+            f"image_folder: labels must be \"inferred\", None or a list of integers, got {labels!r}"
+        )
+    size = [image_size, image_size] if isinstance(image_size, int) else list(image_size)
+    keys: Dict[str, Any] = {
+        "directory": os.fspath(directory),
+        "format": "image_folder",
+        "labels": "none" if labels is None else (labels if isinstance(labels, str) else [int(v) for v in labels]),
+        "label_mode": "none" if label_mode is None else label_mode,
+        "class_names": list(class_names) if class_names is not None else None,
+        "color_mode": color_mode,
+        "image_size": size,
+        "shuffle": bool(shuffle),
+        "seed": seed,
+        "validation_split": validation_split,
+        "subset": subset,
+        "interpolation": interpolation,
+        "follow_links": bool(follow_links),
+        "decode": bool(decode),
+    }
+    spec = {k: v for k, v in keys.items() if v is not None}
+    pipeline = Pipeline(_make_source(("tfrecord", json.dumps(spec))))
+    pipeline.class_names = _class_names(os.fspath(directory), labels, class_names)  # type: ignore[attr-defined]
+    return pipeline
+
+
+def _class_names(directory: str, labels: Any, class_names: Optional[Sequence[str]]) -> Optional[List[str]]:
+    """Keras's ``class_names``: the class folders (sorted, or as given), the sorted labels
+    of a list as text, or ``None`` without labels."""
+    if labels is None:
+        return None
+    if not isinstance(labels, str):
+        return [str(v) for v in sorted(set(labels))]
+    if class_names is not None:
+        return list(class_names)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return None
+    return sorted(
+        n for n in names if not n.startswith(".") and os.path.isdir(os.path.join(directory, n))
+    )
 
 
 def from_tensor_slices(tensors: Union[Mapping[str, Any], Any]) -> Pipeline:

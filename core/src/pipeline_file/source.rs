@@ -11,6 +11,8 @@ use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::FileFormat;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
 use crate::sources::numpy::NumpySpec;
+use crate::sources::image_folder::{ImageFolderSpec, Subset};
+use crate::sources::sql::SqlSpec;
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
 use crate::sources::tfds::TfdsSpec;
@@ -104,17 +106,28 @@ impl SourceSpec {
         spec
     }
 
-    /// The dataset the source reads: its files' records, or a TFDS dataset.
+    /// The dataset of the source's records: its files read in its format, or a TFDS
+    /// dataset, the images an image folder indexes to, a SQL query's rows.
     pub(crate) fn dataset(&self) -> crate::Result<crate::Dataset> {
-        if let SourceFormat::Tfds(spec) = &self.format {
-            return crate::Dataset::tfds(self.tfds_spec(spec));
-        }
-        let files = crate::Dataset::files_with(crate::sources::files::FilesSpec {
-            patterns: self.patterns(),
-            shuffle: self.shuffle_files,
-            storage: self.storage.clone(),
-        })?;
-        Ok(self.read(&files))
+        let files = || {
+            crate::Dataset::files_with(crate::sources::files::FilesSpec {
+                patterns: self.patterns(),
+                shuffle: self.shuffle_files,
+                storage: self.storage.clone(),
+            })
+        };
+        Ok(match &self.format {
+            SourceFormat::Tfds(spec) => crate::Dataset::tfds(self.tfds_spec(spec))?,
+            SourceFormat::ImageFolder(directory, spec) => {
+                crate::Dataset::image_folder(self.directory(directory), spec.clone())?
+            }
+            SourceFormat::Sql(spec) => {
+                let mut spec = spec.clone();
+                spec.path = spec.path.map(|p| self.directory(&p));
+                spec.dataset()?
+            }
+            _ => self.read(&files()?),
+        })
     }
 
     /// A TFDS source's spec as read: `shuffle_files` from the common key, a relative
@@ -129,6 +142,15 @@ impl SourceSpec {
             (dir, None) => dir.clone(),
         };
         spec
+    }
+
+    /// An `image_folder`'s directory or a SQLite `path`: under [`dir`](SourceSpec::dir)
+    /// when relative.
+    pub fn directory(&self, directory: &Path) -> PathBuf {
+        match &self.dir {
+            Some(dir) if directory.is_relative() => dir.join(directory),
+            _ => directory.to_path_buf(),
+        }
     }
 
     /// The dataset of the records the source reads from the file list `files`.
@@ -147,6 +169,9 @@ impl SourceSpec {
             SourceFormat::Parquet(spec) => files.read_files(spec.clone()),
             #[cfg(feature = "columnar")]
             SourceFormat::Arrow(spec) => files.read_files(spec.clone()),
+            SourceFormat::ImageFolder(..) | SourceFormat::Sql(_) => {
+                unreachable!("image folders and SQL sources read no file list")
+            }
         }
     }
 
@@ -211,6 +236,50 @@ impl SourceSpec {
             SourceFormat::Parquet(spec) => spec.validate().map_err(invalid)?,
             #[cfg(feature = "columnar")]
             SourceFormat::Arrow(spec) => spec.validate().map_err(invalid)?,
+            SourceFormat::ImageFolder(directory, spec) => {
+                spec.check().map_err(invalid)?;
+                if directory.as_os_str().is_empty() {
+                    return Err(Problem::new(
+                        at("directory"),
+                        "format \"image_folder\" needs `directory`: the folder of class folders",
+                    ));
+                }
+                if !self.files.is_empty() {
+                    return Err(Problem::new(
+                        at("files"),
+                        "format \"image_folder\" reads `directory` (its class folders), not \
+                         `files`",
+                    ));
+                }
+                if self.shuffle_files {
+                    return Err(Problem::new(
+                        at("shuffle_files"),
+                        "format \"image_folder\" orders its files by `shuffle` and `seed`",
+                    ));
+                }
+                if spec.subset == Some(Subset::Both) {
+                    return Err(Problem::new(
+                        at("subset"),
+                        "a source is one dataset: subset = \"training\" or \"validation\" \
+                         (\"both\" only from Rust or Python)",
+                    ));
+                }
+                return Ok(());
+            }
+            SourceFormat::Sql(spec) => {
+                spec.check().map_err(invalid)?;
+                if !self.files.is_empty() || self.shuffle_files {
+                    return Err(Problem::new(
+                        at(if self.files.is_empty() {
+                            "shuffle_files"
+                        } else {
+                            "files"
+                        }),
+                        "format \"sql\" reads `query` from `path` or `url`, not `files`",
+                    ));
+                }
+                return Ok(());
+            }
         }
         if self.files.is_empty() {
             return Err(Problem::new(
@@ -313,6 +382,11 @@ pub enum SourceFormat {
     /// `arrow`: [`ArrowSpec`], Arrow IPC files and streams (feature `columnar`).
     #[cfg(feature = "columnar")]
     Arrow(ArrowSpec),
+    /// `image_folder`: the folder of class folders (`directory`, in place of `files`) and
+    /// [`ImageFolderSpec`].
+    ImageFolder(PathBuf, ImageFolderSpec),
+    /// `sql`: [`SqlSpec`] (`path` or `url` and `query`, in place of `files`).
+    Sql(SqlSpec),
 }
 
 impl SourceFormat {
@@ -326,6 +400,8 @@ impl SourceFormat {
         "numpy",
         "parquet",
         "arrow",
+        "image_folder",
+        "sql",
     ];
 
     /// Its name.
@@ -341,6 +417,8 @@ impl SourceFormat {
             SourceFormat::Parquet(_) => "parquet",
             #[cfg(feature = "columnar")]
             SourceFormat::Arrow(_) => "arrow",
+            SourceFormat::ImageFolder(..) => "image_folder",
+            SourceFormat::Sql(_) => "sql",
         }
     }
 
@@ -355,6 +433,7 @@ impl SourceFormat {
             SourceFormat::Parquet(s) => Some(&s.storage),
             #[cfg(feature = "columnar")]
             SourceFormat::Arrow(s) => Some(&s.storage),
+            SourceFormat::ImageFolder(..) | SourceFormat::Sql(_) => None,
         }
     }
 }
@@ -433,6 +512,24 @@ impl FormatKeys {
             }
             "tfds" => FormatKeys::Format(SourceFormat::Tfds(TfdsSpec::deserialize(d)?)),
             "numpy" => FormatKeys::Format(SourceFormat::Numpy(NumpySpec::deserialize(d)?)),
+            "sql" => FormatKeys::Format(SourceFormat::Sql(SqlSpec::deserialize(d)?)),
+            "image_folder" => {
+                // `directory` beside the spec's keys (what it is read from, not how).
+                use serde::de::Error as _;
+                let mut keys = toml::Table::deserialize(d)?;
+                let directory = match keys.remove("directory") {
+                    Some(toml::Value::String(d)) => PathBuf::from(d),
+                    Some(_) => return Err(D::Error::custom("`directory`: expected a path")),
+                    None => PathBuf::new(),
+                };
+                let spec = toml::Value::Table(keys).try_into().map_err(|e: toml::de::Error| {
+                    D::Error::custom(format!(
+                        "{} (the keys of format \"image_folder\", with `directory` and `dir`)",
+                        e.message()
+                    ))
+                })?;
+                FormatKeys::Format(SourceFormat::ImageFolder(directory, spec))
+            }
             #[cfg(feature = "columnar")]
             "parquet" => FormatKeys::Format(SourceFormat::Parquet(ParquetSpec::deserialize(d)?)),
             #[cfg(feature = "columnar")]
@@ -546,11 +643,17 @@ impl Serialize for SourceSpec {
             SourceFormat::Parquet(spec) => toml::Value::try_from(spec),
             #[cfg(feature = "columnar")]
             SourceFormat::Arrow(spec) => toml::Value::try_from(spec),
+            SourceFormat::ImageFolder(_, spec) => toml::Value::try_from(spec),
+            SourceFormat::Sql(spec) => toml::Value::try_from(spec),
         }
         .map_err(S::Error::custom)?;
         let mut m = s.serialize_map(None)?;
-        if !(self.files.is_empty() && matches!(self.format, SourceFormat::Tfds(_))) {
-            m.serialize_entry("files", &self.files)?;
+        match &self.format {
+            SourceFormat::ImageFolder(directory, _) => m.serialize_entry("directory", directory)?,
+            // No files: `path` or `url` and `query`; a TFDS source names its data.
+            SourceFormat::Sql(_) => {}
+            SourceFormat::Tfds(_) if self.files.is_empty() => {}
+            _ => m.serialize_entry("files", &self.files)?,
         }
         if let Some(dir) = &self.dir {
             m.serialize_entry("dir", dir)?;

@@ -75,6 +75,13 @@ pub trait FileFormat: fmt::Debug + Send + Sync + 'static {
 
     /// The records of one file, read from `file.input` (already decompressed).
     fn records(&self, file: OpenedFile) -> Result<Box<dyn RecordReader>>;
+
+    /// The records of the entry `path` of the file list. Default: the file opened as
+    /// [`opening`](FileFormat::opening) says, then [`records`](FileFormat::records). A
+    /// format whose entries are not files (a SQL query's partitions) reads them itself.
+    fn open_records(&self, path: &str) -> Result<Box<dyn RecordReader>> {
+        self.records(self.opening().open(path)?)
+    }
 }
 
 /// A file opened for reading, decompressed.
@@ -310,7 +317,7 @@ fn open_file(
     file_index: u64,
     ctx: &BuildContext,
 ) -> Result<BoxStream> {
-    let reader = format.records(format.opening().open(path)?)?;
+    let reader = format.open_records(path)?;
     Ok(Box::new(FileRecords {
         reader,
         file: Arc::from(path),

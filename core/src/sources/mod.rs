@@ -10,12 +10,14 @@ pub(crate) mod files;
 pub(crate) mod fixed_length;
 pub(crate) mod format;
 pub(crate) mod global_shuffle;
+pub(crate) mod image_folder;
 pub(crate) mod memory;
 pub(crate) mod numpy;
 #[cfg(feature = "columnar")]
 pub(crate) mod parquet;
 pub(crate) mod permutation;
 pub(crate) mod record_index;
+pub(crate) mod sql;
 pub(crate) mod storage;
 pub(crate) mod text_lines;
 pub mod tfds;
