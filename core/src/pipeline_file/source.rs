@@ -10,8 +10,8 @@ use crate::sources::csv::CsvSpec;
 use crate::sources::fixed_length::FixedLengthSpec;
 use crate::sources::format::FileFormat;
 use crate::sources::global_shuffle::GlobalShuffleSpec;
-use crate::sources::numpy::NumpySpec;
 use crate::sources::image_folder::{ImageFolderSpec, Subset};
+use crate::sources::numpy::NumpySpec;
 use crate::sources::sql::SqlSpec;
 use crate::sources::storage::StorageSpec;
 use crate::sources::text_lines::TextLinesSpec;
@@ -522,12 +522,14 @@ impl FormatKeys {
                     Some(_) => return Err(D::Error::custom("`directory`: expected a path")),
                     None => PathBuf::new(),
                 };
-                let spec = toml::Value::Table(keys).try_into().map_err(|e: toml::de::Error| {
-                    D::Error::custom(format!(
-                        "{} (the keys of format \"image_folder\", with `directory` and `dir`)",
-                        e.message()
-                    ))
-                })?;
+                let spec = toml::Value::Table(keys)
+                    .try_into()
+                    .map_err(|e: toml::de::Error| {
+                        D::Error::custom(format!(
+                            "{} (the keys of format \"image_folder\", with `directory` and `dir`)",
+                            e.message()
+                        ))
+                    })?;
                 FormatKeys::Format(SourceFormat::ImageFolder(directory, spec))
             }
             #[cfg(feature = "columnar")]
