@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use sluice_proto::tfrecord::TfRecordReader;
 use sluice_storage::testing::{FaultProxy, s3_server};
 use sluice_storage::{
-    Error, Location, ReadOptions, RemoteObject, StorageOptions, StoreStats, expand, open, size,
-    stats,
+    Error, Location, ReadOptions, RemoteObject, RemoteReader, StorageOptions, StoreStats, expand,
+    open, size, stats,
 };
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tfrecord");
@@ -477,9 +477,12 @@ fn reading_on_after_an_error_never_skips_the_failed_block() {
     options.read.max_retries = 1;
     options.read.max_in_flight = 1;
     let name = "examples.tfrecord";
-    let mut reader = open(&location(bucket, name), &options).unwrap();
+    // The lookup first, then the faults, then the reader (whose first request goes out as
+    // it is made: set up after it, the faults could miss it).
+    let object = RemoteObject::open(&location(bucket, name), &options).unwrap();
     // Both attempts of the first block fail; the blocks after it would succeed.
     proxy.fail_next(2, 503);
+    let mut reader = RemoteReader::new(object);
     let mut buf = [0u8; 100];
     let err = reader.read(&mut buf).unwrap_err();
     assert!(
