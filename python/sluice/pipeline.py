@@ -641,7 +641,9 @@ class PipelineIterator(Iterator[Element]):
     def __iter__(self) -> "PipelineIterator":
         return self
 
-    def __next__(self) -> Element:
+    def __next__(self) -> Any:
+        """The next element: a dict of features, or, for a TFDS source loaded with
+        ``as_supervised=True``, the ``(input, target)`` pair."""
         try:
             element = self._inner.__next__()
         except StopIteration:
