@@ -141,7 +141,8 @@ pub mod prelude {
     pub use crate::sources::files::FilesSpec;
     pub use crate::sources::fixed_length::FixedLengthSpec;
     pub use crate::sources::format::{
-        FileFormat, OpenedFile, Opening, ReadFiles, Record, RecordError, RecordReader,
+        Chunk, ChunkReader, ChunkRecords, FileFormat, OpenedFile, Opening, ReadFiles, Record,
+        RecordError, RecordReader,
     };
     pub use crate::sources::global_shuffle::GlobalShuffleSpec;
     pub use crate::sources::image_folder::{

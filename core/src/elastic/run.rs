@@ -99,6 +99,28 @@ impl PointRun {
         }
     }
 
+    /// Record `minor` of file `major`, starting at byte `offset`, as a file reader at this
+    /// point reads it: its unit when this host reads it (`None`: another host's, or done
+    /// before this run). Every 64th record of a lane notes where it starts, for a resume
+    /// to seek to.
+    pub(crate) fn stamp(
+        &self,
+        tracking: Option<&Tracking>,
+        major: u64,
+        minor: u64,
+        offset: Option<u64>,
+    ) -> Option<Unit> {
+        if !self.keeps(major, minor) {
+            return None;
+        }
+        if (minor / self.modulus).is_multiple_of(64)
+            && let (Some(offset), Some(t)) = (offset, tracking)
+        {
+            t.progress.note_start(self.space, major, minor, offset);
+        }
+        Some(Unit::whole(self.space, major, minor))
+    }
+
     /// A resumed epoch: the first position worth reading (nothing before it is this
     /// host's to read).
     pub(crate) fn first_position(&self) -> u64 {
@@ -431,19 +453,17 @@ impl ElementStream for FileUnits {
                 Ok(e) => e,
                 Err(e) => return Some(Err(e)),
             };
+            if !e.units().is_empty() {
+                // Stamped by the reader itself (a fused read-and-batch: a batch's records).
+                return Some(Ok(e));
+            }
             let id = e.id();
-            if self.point.keeps(id.source, id.index) {
-                if (id.index / self.point.modulus).is_multiple_of(64)
-                    && let (Some(p), Some(t)) = (e.provenance(), self.run.tracking())
-                {
-                    t.progress
-                        .note_start(self.point.space, id.source, id.index, p.offset);
-                }
-                e.set_units(Units::one(Unit::whole(
-                    self.point.space,
-                    id.source,
-                    id.index,
-                )));
+            let offset = e.provenance().map(|p| p.offset);
+            if let Some(unit) = self
+                .point
+                .stamp(self.run.tracking(), id.source, id.index, offset)
+            {
+                e.set_units(Units::one(unit));
                 return Some(Ok(e));
             }
         }

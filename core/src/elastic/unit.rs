@@ -75,6 +75,14 @@ impl Units {
         Units { list, lost: None }
     }
 
+    /// These records, in order (a batch read straight from a file: its rows').
+    pub fn many(units: impl IntoIterator<Item = Unit>) -> Units {
+        Units {
+            list: units.into_iter().collect(),
+            lost: None,
+        }
+    }
+
     /// Records that cannot be followed, and why.
     pub fn lost(why: impl Into<Arc<str>>) -> Units {
         Units {

@@ -12,6 +12,7 @@
 //! | [`ShardPushdown`] | `shard` over a file reader or file interleave with enough files → the reader over `shard` of its files; `shard` over a global shuffle → the global shuffle reading its positions of the permutation | each shard reads only its own files, or its part of one global order; with too few files the shard stays at record level |
 //! | [`DecodeCropFusion`] | `image_ops` starting with `decode`, a random or centre crop (and a random flip) → one window decode | a JPEG is decoded only where the crop needs it; same pixels and draws |
 //! | [`MapAndBatchFusion`] | `batch` after `image_ops` → one stage decoding and augmenting each batch's rows in parallel into its buffer | tf.data's `map_and_batch_fusion`; off with `Options::map_and_batch_fusion = false` |
+//! | [`ReadAndBatchFusion`] | `batch` after a reader of a format that reads in chunks (`csv`, `parquet`, `arrow`) → one stage reading each batch's rows straight into its columns | no element per record and no stacking; off with `Options::map_and_batch_fusion = false` |
 //!
 //! Adding a rule: a type implementing [`Rule`] in its own file here, listed in
 //! [`Optimizer::default`], with tests of its own (that it applies where it should, leaves
@@ -20,6 +21,7 @@
 mod decode_crop_fusion;
 mod files_to_interleave;
 mod map_and_batch_fusion;
+mod read_and_batch_fusion;
 mod shard_pushdown;
 
 use std::collections::HashMap;
@@ -29,6 +31,7 @@ use std::sync::Arc;
 pub use decode_crop_fusion::DecodeCropFusion;
 pub use files_to_interleave::FilesToInterleave;
 pub use map_and_batch_fusion::MapAndBatchFusion;
+pub use read_and_batch_fusion::ReadAndBatchFusion;
 pub use shard_pushdown::{ShardPushdown, enough_files};
 
 use crate::error::Result;
@@ -83,13 +86,14 @@ const MAX_PASSES: usize = 8;
 
 impl Default for Optimizer {
     /// Every rule: [`FilesToInterleave`], [`ShardPushdown`], [`DecodeCropFusion`],
-    /// [`MapAndBatchFusion`].
+    /// [`MapAndBatchFusion`], [`ReadAndBatchFusion`].
     fn default() -> Self {
         Optimizer::new(vec![
             Box::new(FilesToInterleave),
             Box::new(ShardPushdown),
             Box::new(DecodeCropFusion),
             Box::new(MapAndBatchFusion),
+            Box::new(ReadAndBatchFusion),
         ])
     }
 }

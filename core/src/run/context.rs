@@ -93,6 +93,19 @@ impl BuildContext {
         self.point.as_ref()
     }
 
+    /// Record `index` of file `file` (starting at byte `offset`), read by this file reader
+    /// itself rather than through the unit point's own marking (a reader fused with the
+    /// `batch` after it): `None` when this host does not read it (see
+    /// [`crate::elastic`]); otherwise its unit, or `None` inside when records are not
+    /// followed here.
+    pub(crate) fn stamp_record(&self, file: u64, index: u64, offset: u64) -> Option<Option<Unit>> {
+        let Some(point) = &self.point else {
+            return Some(None);
+        };
+        let tracking = self.shared.elastic.as_ref().and_then(|e| e.tracking());
+        point.stamp(tracking, file, index, Some(offset)).map(Some)
+    }
+
     /// The stream of this unit point has `count` positions in all (a global shuffle's
     /// permutation, known once indexed): its lanes' ends.
     pub(crate) fn unit_point_ended(&self, count: u64) {

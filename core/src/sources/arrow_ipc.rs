@@ -10,7 +10,7 @@ use sluice_proto::tfrecord::Compression;
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::sources::columnar::{Batches, NullValue, Whole};
-use crate::sources::format::{FileFormat, OpenedFile, Opening, RecordReader};
+use crate::sources::format::{ChunkReader, FileFormat, OpenedFile, Opening, RecordReader};
 use crate::sources::storage::StorageSpec;
 
 /// Reads Arrow IPC files: one element per row, one feature per column, as
@@ -71,7 +71,22 @@ impl FileFormat for ArrowSpec {
         }
     }
 
-    fn records(&self, mut file: OpenedFile) -> Result<Box<dyn RecordReader>> {
+    fn records(&self, file: OpenedFile) -> Result<Box<dyn RecordReader>> {
+        Ok(Box::new(self.rows(file)?))
+    }
+
+    fn reads_chunks(&self) -> bool {
+        true
+    }
+
+    fn open_chunks(&self, path: &str) -> Result<Box<dyn ChunkReader>> {
+        Ok(Box::new(self.rows(self.opening().open(path)?)?))
+    }
+}
+
+impl ArrowSpec {
+    /// The rows of `file`, a record batch at a time.
+    fn rows(&self, mut file: OpenedFile) -> Result<Batches> {
         let path = file.path.clone();
         let bad = |e: arrow_schema::ArrowError| {
             Error::data(format!("{path}: not a readable Arrow IPC file: {e}"))
@@ -90,11 +105,11 @@ impl FileFormat for ArrowSpec {
                 let reader = StreamReader::try_new(file.input, None).map_err(bad)?;
                 Box::new(reader.map(|r| r.map_err(|e| e.to_string())))
             };
-        Ok(Box::new(Batches::new(
+        Ok(Batches::new(
             batches,
             self.columns.clone(),
             self.null_value.clone(),
-        )))
+        ))
     }
 }
 

@@ -25,7 +25,8 @@ use arrow_schema::DataType;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::sources::format::{Record, RecordError};
+use crate::element::{Ragged, Value};
+use crate::sources::format::{Chunk, ChunkReader, Record, RecordError};
 use crate::tensor::{Shared, Tensor, TensorData};
 
 /// The value a null takes when `null_value` is given: a number for numeric columns (cast to
@@ -176,6 +177,79 @@ impl BatchRows {
         Some(Ok(Record {
             offset: row,
             features,
+        }))
+    }
+}
+
+impl BatchRows {
+    /// Whether row `i` of column `c` is null, or (a list) holds a null item: an error.
+    fn bad(c: &Column, i: usize) -> bool {
+        c.nulls.as_ref().is_some_and(|n| n.is_null(i))
+            || match (&c.item_nulls, &c.offsets) {
+                (Some(n), Some(o)) => (o[i]..o[i + 1]).any(|j| n.is_null(j)),
+                _ => false,
+            }
+    }
+
+    /// The next at most `max` rows as a chunk (columns sliced, not copied), stopping
+    /// before a row that is an error (which is the next call's); `None` after the last.
+    pub(crate) fn next_chunk(&mut self, max: usize) -> Option<Result<Chunk, RecordError>> {
+        let start = self.next;
+        let mut stop = (start + max.max(1)).min(self.rows);
+        if start >= stop {
+            return None;
+        }
+        for c in &self.columns {
+            if (c.nulls.is_some() || c.item_nulls.is_some())
+                && let Some(r) = (start..stop).find(|&r| Self::bad(c, r))
+            {
+                stop = r;
+            }
+        }
+        if stop == start {
+            // The bad row's error, as the record reader gives it.
+            return match self.next_row() {
+                Some(Err(e)) => Some(Err(e)),
+                _ => Some(Err(null_error(
+                    self.first_row + start as u64,
+                    "?",
+                    "is bad",
+                ))),
+            };
+        }
+        self.next = stop;
+        let n = stop - start;
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| {
+                let value = match &c.offsets {
+                    None => Value::Dense(
+                        Tensor::new(&[n], c.values.slice(start..stop)).expect("n values"),
+                    ),
+                    Some(o) => {
+                        let (a, b) = (o[start], o[stop]);
+                        let values = c.values.slice(a..b);
+                        let len = o[start + 1] - o[start];
+                        if (start..stop).all(|i| o[i + 1] - o[i] == len) {
+                            // Lists of one length stack into a dense tensor, as `batch` does.
+                            Value::Dense(Tensor::new(&[n, len], values).expect("n × len"))
+                        } else {
+                            let splits: Vec<i64> =
+                                o[start..=stop].iter().map(|&x| (x - a) as i64).collect();
+                            let values = Tensor::new(&[b - a], values).expect("b - a values");
+                            Value::Ragged(
+                                Ragged::new(values, splits.into()).expect("valid row splits"),
+                            )
+                        }
+                    }
+                };
+                (Arc::clone(&c.name), value)
+            })
+            .collect();
+        Some(Ok(Chunk {
+            offsets: (start..stop).map(|i| self.first_row + i as u64).collect(),
+            columns,
         }))
     }
 }
@@ -558,14 +632,19 @@ impl Batches {
     }
 }
 
-impl crate::sources::format::RecordReader for Batches {
-    fn next_record(&mut self) -> Option<Result<Record, RecordError>> {
+impl Batches {
+    /// What `take` gives of the current record batch, the next batch read when it is
+    /// done; `None` after the last. A batch that cannot be read or converted ends the file.
+    fn next_with<T>(
+        &mut self,
+        mut take: impl FnMut(&mut BatchRows) -> Option<Result<T, RecordError>>,
+    ) -> Option<Result<T, RecordError>> {
         loop {
             if self.done {
                 return None;
             }
             if let Some(cur) = self.current.as_mut() {
-                if let Some(r) = cur.next_row() {
+                if let Some(r) = take(cur) {
                     return Some(r);
                 }
                 self.rows += cur.rows as u64;
@@ -597,6 +676,18 @@ impl crate::sources::format::RecordReader for Batches {
                 }
             }
         }
+    }
+}
+
+impl crate::sources::format::RecordReader for Batches {
+    fn next_record(&mut self) -> Option<Result<Record, RecordError>> {
+        self.next_with(BatchRows::next_row)
+    }
+}
+
+impl ChunkReader for Batches {
+    fn next_chunk(&mut self, max: usize) -> Option<Result<Chunk, RecordError>> {
+        self.next_with(|rows| rows.next_chunk(max))
     }
 }
 

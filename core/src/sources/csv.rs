@@ -8,6 +8,7 @@
 //! do. The fixtures in `tests/fixtures/formats/` hold TensorFlow's readings of the awkward
 //! cases.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::BufRead;
 use std::sync::Arc;
@@ -15,10 +16,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::element::Value;
 use crate::error::{Error, Result};
 use crate::invalid::Invalid;
 use crate::params::Params;
-use crate::sources::format::{FileFormat, OpenedFile, Opening, Record, RecordError, RecordReader};
+use crate::sources::format::{
+    Chunk, ChunkReader, ChunkRecords, FileFormat, OpenedFile, Opening, RecordError, RecordReader,
+};
 use crate::tensor::{Tensor, TensorData};
 use sluice_tensor::Shared;
 use sluice_tensor::pool::Poolable;
@@ -496,6 +500,28 @@ impl FileFormat for CsvSpec {
     }
 
     fn records(&self, file: OpenedFile) -> Result<Box<dyn RecordReader>> {
+        Ok(Box::new(ChunkRecords::new(
+            self.chunks(file)?,
+            RECORD_CHUNK,
+        )))
+    }
+
+    fn reads_chunks(&self) -> bool {
+        true
+    }
+
+    fn open_chunks(&self, path: &str) -> Result<Box<dyn ChunkReader>> {
+        Ok(Box::new(self.chunks(self.opening().open(path)?)?))
+    }
+}
+
+/// Rows read at once for the element-per-record path: its records are rows of these
+/// chunks (each value a one-row slice of its column's buffer).
+const RECORD_CHUNK: usize = 64;
+
+impl CsvSpec {
+    /// The rows of `file`, read in chunks.
+    fn chunks(&self, file: OpenedFile) -> Result<CsvChunks> {
         let mut rows = Rows::new(file.input, self.delim(), self.use_quote_delim);
         let header = if self.header {
             match rows.next_row() {
@@ -557,14 +583,16 @@ impl FileFormat for CsvSpec {
                 })
                 .collect();
         }
-        Ok(Box::new(CsvRecords {
+        let builder = Builder::new(&columns.defaults);
+        Ok(CsvChunks {
             rows,
             ahead,
             columns,
             na: Bytes::from(self.na_value.clone().into_bytes()),
             exact: self.select_cols.is_empty(),
-            parsed: Vec::new(),
-        }))
+            builder,
+            pending: None,
+        })
     }
 }
 
@@ -610,6 +638,16 @@ impl Row {
     }
 }
 
+/// A row split where it lies in the reader's buffer.
+struct RowView<'a> {
+    /// Its bytes (its terminator included).
+    data: &'a [u8],
+    /// Each field's bounds in `data`, and whether it holds `""` to unescape.
+    bounds: &'a [(usize, usize, bool)],
+    offset: u64,
+    line: u64,
+}
+
 /// A row that could not be split.
 struct RowError {
     offset: u64,
@@ -637,6 +675,9 @@ struct Rows {
     /// Field bounds of the row being split, reused: (start, end, unescape), relative to
     /// the row's start.
     bounds: Vec<(usize, usize, bool)>,
+    /// The bytes that end an unquoted field's scan: the delimiter, `\n`, `\r`, and `"`
+    /// when quotes are read.
+    stops: [bool; 256],
 }
 
 /// Block size of the reads.
@@ -666,6 +707,14 @@ impl Rows {
             input_done: false,
             eof: false,
             bounds: Vec::new(),
+            stops: {
+                let mut stops = [false; 256];
+                for b in [delim, b'\n', b'\r'] {
+                    stops[usize::from(b)] = true;
+                }
+                stops[usize::from(b'"')] = quotes;
+                stops
+            },
         }
     }
 
@@ -766,20 +815,16 @@ impl Rows {
             // An unquoted field: up to the delimiter or the end of the line.
             let start = i;
             let mut j = i;
-            while j < bytes.len() {
-                let b = bytes[j];
-                if b == delim || b == b'\n' || b == b'\r' {
-                    break;
-                }
-                if b == b'"' && quotes {
-                    return Split::Bad {
-                        message: "a quote inside an unquoted field (quote the whole field, \
-                                  or set use_quote_delim = false)"
-                            .to_string(),
-                        skip: line_end(bytes, j),
-                    };
-                }
+            while j < bytes.len() && !self.stops[usize::from(bytes[j])] {
                 j += 1;
+            }
+            if quotes && bytes.get(j) == Some(&b'"') {
+                return Split::Bad {
+                    message: "a quote inside an unquoted field (quote the whole field, \
+                              or set use_quote_delim = false)"
+                        .to_string(),
+                    skip: line_end(bytes, j),
+                };
             }
             self.bounds.push((start, j, false));
             match bytes.get(j) {
@@ -813,10 +858,35 @@ impl Rows {
         }
     }
 
+    /// The next row, copied out (for the rows read ahead, and the header).
     fn next_row(&mut self) -> Option<std::result::Result<Row, RowError>> {
+        self.next_row_with(|view| Row {
+            data: Bytes::copy_from_slice(view.data),
+            fields: view
+                .bounds
+                .iter()
+                .map(|&(start, end, escaped)| {
+                    if escaped {
+                        Field::Own(Bytes::from(unescape(&view.data[start..end])))
+                    } else {
+                        Field::In(start, end)
+                    }
+                })
+                .collect(),
+            offset: view.offset,
+            line: view.line,
+        })
+    }
+
+    /// What `f` makes of the next row, seen where it lies in the buffer (no copy).
+    fn next_row_with<R>(
+        &mut self,
+        f: impl FnOnce(&RowView<'_>) -> R,
+    ) -> Option<std::result::Result<R, RowError>> {
         if self.eof {
             return None;
         }
+        let mut f = Some(f);
         loop {
             if self.pos == self.buf.len() {
                 match self.refill() {
@@ -834,24 +904,13 @@ impl Rows {
             self.buf = bytes;
             match split {
                 Split::Row { len, newlines } => {
-                    let row = &self.buf[self.pos..self.pos + len];
-                    let fields = self
-                        .bounds
-                        .iter()
-                        .map(|&(start, end, escaped)| {
-                            if escaped {
-                                Field::Own(Bytes::from(unescape(&row[start..end])))
-                            } else {
-                                Field::In(start, end)
-                            }
-                        })
-                        .collect();
-                    let out = Row {
-                        data: Bytes::copy_from_slice(row),
-                        fields,
+                    let view = RowView {
+                        data: &self.buf[self.pos..self.pos + len],
+                        bounds: &self.bounds,
                         offset: self.offset,
                         line: self.line,
                     };
+                    let out = (f.take().expect("called once"))(&view);
                     self.consume(len, newlines);
                     return Some(Ok(out));
                 }
@@ -935,7 +994,8 @@ fn unescape(field: &[u8]) -> Vec<u8> {
     out
 }
 
-struct CsvRecords {
+/// The rows of one CSV file, parsed into columns a chunk at a time.
+struct CsvChunks {
     rows: Rows,
     /// Rows read ahead for the type inference.
     ahead: std::collections::VecDeque<std::result::Result<Row, RowError>>,
@@ -943,197 +1003,414 @@ struct CsvRecords {
     na: Bytes,
     /// Every column is read: a row must have exactly as many fields.
     exact: bool,
-    /// Each selected column's (type, position) in the row being read, reused.
-    parsed: Vec<(u8, usize)>,
+    builder: Builder,
+    /// A bad row met after the rows of the last chunk: the next call's.
+    pending: Option<RecordError>,
 }
 
-impl RecordReader for CsvRecords {
-    fn next_record(&mut self) -> Option<std::result::Result<Record, RecordError>> {
-        let row = match self.ahead.pop_front().or_else(|| self.rows.next_row())? {
-            Ok(row) => row,
-            Err(e) => {
-                return Some(Err(RecordError {
+impl ChunkReader for CsvChunks {
+    fn next_chunk(&mut self, max: usize) -> Option<std::result::Result<Chunk, RecordError>> {
+        if let Some(bad) = self.pending.take() {
+            return Some(Err(bad));
+        }
+        let setup = Setup {
+            columns: &self.columns,
+            na: &self.na,
+            exact: self.exact,
+        };
+        while self.builder.rows() < max {
+            let pushed = match self.ahead.pop_front() {
+                Some(Ok(row)) => Ok(self.builder.push_row(&setup, &row)),
+                Some(Err(e)) => Err(e),
+                None => {
+                    let builder = &mut self.builder;
+                    match self.rows.next_row_with(|row| builder.push_row(&setup, row)) {
+                        Some(Ok(pushed)) => Ok(pushed),
+                        Some(Err(e)) => Err(e),
+                        None => break,
+                    }
+                }
+            };
+            let bad = match pushed {
+                Ok(Ok(())) => continue,
+                Ok(Err(bad)) => bad,
+                Err(e) => RecordError {
                     offset: e.offset,
                     feature: None,
                     message: e.message,
                     recoverable: !self.rows.eof,
-                }));
+                },
+            };
+            if self.builder.rows() == 0 {
+                return Some(Err(bad));
             }
-        };
-        let c = &self.columns;
-        let want = c.index.last().map_or(0, |&i| i + 1);
-        let n = row.fields.len();
-        if (self.exact && n != c.index.len()) || n < want {
-            let expected = if self.exact { c.index.len() } else { want };
-            return Some(Err(RecordError {
-                offset: row.offset,
-                feature: None,
-                message: format!("line {}: expected {expected} fields, found {n}", row.line),
-                recoverable: true,
-            }));
+            self.pending = Some(bad);
+            break;
         }
-        // Each value parsed first, then one buffer per type for the whole row, whose
-        // one-value slices become the row's scalars (two allocations per type, not per
-        // column).
-        let mut parsed = std::mem::take(&mut self.parsed);
-        parsed.clear();
-        let mut lanes = Lanes::default();
+        if self.builder.rows() == 0 {
+            return None;
+        }
+        Some(Ok(self.builder.finish(&self.columns)))
+    }
+}
+
+/// What parsing a row needs besides the row.
+struct Setup<'a> {
+    columns: &'a Columns,
+    na: &'a [u8],
+    exact: bool,
+}
+
+/// The fields of a row, split.
+trait Fields {
+    fn count(&self) -> usize;
+    /// Field `i`'s bytes (a quoted field's with each `""` made one `"`).
+    fn field(&self, i: usize) -> Cow<'_, [u8]>;
+    /// The row's bytes, and where field `i` lies in them when it is a plain slice of them
+    /// (not unescaped).
+    fn raw(&self) -> &[u8];
+    fn span(&self, i: usize) -> Option<(usize, usize)>;
+    fn offset(&self) -> u64;
+    fn line(&self) -> u64;
+}
+
+impl Fields for Row {
+    fn count(&self) -> usize {
+        self.fields.len()
+    }
+    fn field(&self, i: usize) -> Cow<'_, [u8]> {
+        Cow::Borrowed(Row::field(self, i))
+    }
+    fn raw(&self) -> &[u8] {
+        &self.data
+    }
+    fn span(&self, i: usize) -> Option<(usize, usize)> {
+        match self.fields[i] {
+            Field::In(start, end) => Some((start, end)),
+            Field::Own(_) => None,
+        }
+    }
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+    fn line(&self) -> u64 {
+        self.line
+    }
+}
+
+impl Fields for RowView<'_> {
+    fn count(&self) -> usize {
+        self.bounds.len()
+    }
+    fn field(&self, i: usize) -> Cow<'_, [u8]> {
+        let (start, end, escaped) = self.bounds[i];
+        let bytes = &self.data[start..end];
+        if escaped {
+            Cow::Owned(unescape(bytes))
+        } else {
+            Cow::Borrowed(bytes)
+        }
+    }
+    fn raw(&self) -> &[u8] {
+        self.data
+    }
+    fn span(&self, i: usize) -> Option<(usize, usize)> {
+        let (start, end, escaped) = self.bounds[i];
+        (!escaped).then_some((start, end))
+    }
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+    fn line(&self) -> u64 {
+        self.line
+    }
+}
+
+/// One column being filled.
+enum Col {
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    /// Each value's bounds in the builder's byte arena.
+    Str(Vec<(usize, usize)>),
+}
+
+impl Col {
+    fn new(dtype: CsvType) -> Col {
+        match dtype {
+            CsvType::Int32 => Col::I32(Vec::new()),
+            CsvType::Int64 => Col::I64(Vec::new()),
+            CsvType::Float32 => Col::F32(Vec::new()),
+            CsvType::Float64 => Col::F64(Vec::new()),
+            CsvType::String => Col::Str(Vec::new()),
+        }
+    }
+
+    fn truncate(&mut self, n: usize) {
+        match self {
+            Col::I32(v) => v.truncate(n),
+            Col::I64(v) => v.truncate(n),
+            Col::F32(v) => v.truncate(n),
+            Col::F64(v) => v.truncate(n),
+            Col::Str(v) => v.truncate(n),
+        }
+    }
+}
+
+/// Rows parsed into typed columns: numbers straight into their column's buffer, strings
+/// into one byte arena the chunk's values are slices of (no allocation per row or field).
+struct Builder {
+    cols: Vec<Col>,
+    arena: Vec<u8>,
+    offsets: Vec<u64>,
+}
+
+impl Builder {
+    fn new(defaults: &[ColumnDefault]) -> Builder {
+        Builder {
+            cols: defaults.iter().map(|d| Col::new(d.dtype)).collect(),
+            arena: Vec::new(),
+            offsets: Vec::new(),
+        }
+    }
+
+    fn rows(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Parses `row` into the columns; a bad row leaves them as they were.
+    fn push_row(
+        &mut self,
+        setup: &Setup<'_>,
+        row: &impl Fields,
+    ) -> std::result::Result<(), RecordError> {
+        let c = setup.columns;
+        let want = c.index.last().map_or(0, |&i| i + 1);
+        let n = row.count();
+        if (setup.exact && n != c.index.len()) || n < want {
+            let expected = if setup.exact { c.index.len() } else { want };
+            return Err(RecordError {
+                offset: row.offset(),
+                feature: None,
+                message: format!("line {}: expected {expected} fields, found {n}", row.line()),
+                recoverable: true,
+            });
+        }
+        let (rows, arena) = (self.rows(), self.arena.len());
+        // The row checked as UTF-8 once: numbers are parsed from slices of it (fields
+        // start and end at ASCII delimiters, so at character boundaries).
+        let text = std::str::from_utf8(row.raw()).ok();
         for (k, &i) in c.index.iter().enumerate() {
             let field = row.field(i);
             let default = &c.defaults[k];
-            let name = &c.names[k];
-            let bad = |message: String| RecordError {
-                offset: row.offset,
-                feature: Some(name.to_string()),
-                message: format!("line {}, column {i} (`{name}`): {message}", row.line),
-                recoverable: true,
-            };
-            let missing = field.is_empty() || (!self.na.is_empty() && field == &self.na[..]);
-            let value = if missing {
+            let missing = field.is_empty() || (!setup.na.is_empty() && *field == *setup.na);
+            let fault = if missing {
                 match &default.default {
-                    Some(v) => default_value(default.dtype, v),
-                    None => {
-                        self.parsed = parsed;
-                        return Some(Err(bad(
-                            "the field is missing and the column has no default (it is \
-                             required)"
-                                .to_string(),
-                        )));
+                    Some(v) => {
+                        self.push_default(k, v);
+                        None
                     }
+                    None => Some(
+                        "the field is missing and the column has no default (it is required)"
+                            .to_string(),
+                    ),
                 }
+            } else if self.push_field(k, &field, text.zip(row.span(i))) {
+                None
             } else {
-                match parse_field(default.dtype, field, || row.field_bytes(i)) {
-                    Some(v) => v,
-                    None => {
-                        self.parsed = parsed;
-                        return Some(Err(bad(format!(
-                            "not a valid {}: {:?}",
-                            default.dtype,
-                            String::from_utf8_lossy(field)
-                        ))));
-                    }
-                }
+                Some(format!(
+                    "not a valid {}: {:?}",
+                    default.dtype,
+                    String::from_utf8_lossy(&field)
+                ))
             };
-            parsed.push(lanes.push(value));
+            if let Some(message) = fault {
+                for col in &mut self.cols {
+                    col.truncate(rows);
+                }
+                self.arena.truncate(arena);
+                let name = &c.names[k];
+                return Err(RecordError {
+                    offset: row.offset(),
+                    feature: Some(name.to_string()),
+                    message: format!("line {}, column {i} (`{name}`): {message}", row.line()),
+                    recoverable: true,
+                });
+            }
         }
-        let lanes = lanes.share();
-        let features = c
+        self.offsets.push(row.offset());
+        Ok(())
+    }
+
+    /// Parses `field` into column `k` as TensorFlow parses it (numbers may have spaces
+    /// around them); false when it is not a value of the column's type. `in_row`: the
+    /// row's text and the field's place in it, when the field is a plain slice of it.
+    fn push_field(
+        &mut self,
+        k: usize,
+        field: &[u8],
+        in_row: Option<(&str, (usize, usize))>,
+    ) -> bool {
+        if let Col::Str(v) = &mut self.cols[k] {
+            let start = self.arena.len();
+            self.arena.extend_from_slice(field);
+            v.push((start, self.arena.len()));
+            return true;
+        }
+        let text = match in_row {
+            Some((row, (start, end))) => row.get(start..end),
+            None => std::str::from_utf8(field).ok(),
+        };
+        let Some(s) = text.map(trim) else {
+            return false;
+        };
+        match &mut self.cols[k] {
+            Col::I32(v) => parse_int(s.as_bytes())
+                .and_then(|x| i32::try_from(x).ok())
+                .map(|x| v.push(x))
+                .is_some(),
+            Col::I64(v) => parse_int(s.as_bytes()).map(|x| v.push(x)).is_some(),
+            Col::F32(v) => s.parse().map(|x| v.push(x)).is_ok(),
+            Col::F64(v) => s.parse().map(|x| v.push(x)).is_ok(),
+            Col::Str(_) => unreachable!("handled above"),
+        }
+    }
+
+    /// Column `k`'s default (checked against its type when the pipeline was validated).
+    fn push_default(&mut self, k: usize, value: &CsvValue) {
+        match (&mut self.cols[k], value) {
+            (Col::I32(v), CsvValue::Int(i)) => v.push(*i as i32),
+            (Col::I64(v), CsvValue::Int(i)) => v.push(*i),
+            (Col::F32(v), CsvValue::Int(i)) => v.push(*i as f32),
+            (Col::F64(v), CsvValue::Int(i)) => v.push(*i as f64),
+            (Col::F32(v), CsvValue::Float(f)) => v.push(*f as f32),
+            (Col::F64(v), CsvValue::Float(f)) => v.push(*f),
+            (Col::Str(v), CsvValue::Bytes(b)) => {
+                let start = self.arena.len();
+                self.arena.extend_from_slice(b);
+                v.push((start, self.arena.len()));
+            }
+            (_, v) => unreachable!("default {v:?} does not fit its column"),
+        }
+    }
+
+    /// The rows so far as a chunk (each column a vector `[rows]`); empties the builder.
+    fn finish(&mut self, columns: &Columns) -> Chunk {
+        let rows = self.rows();
+        let arena = Bytes::from(std::mem::take(&mut self.arena));
+        let columns = columns
             .names
             .iter()
-            .zip(&parsed)
-            .map(|(name, &(kind, at))| (Arc::clone(name), lanes.scalar(kind, at)))
+            .zip(&mut self.cols)
+            .map(|(name, col)| {
+                let data = match col {
+                    Col::I32(v) => TensorData::I32(Shared::from(take_vec(v, rows))),
+                    Col::I64(v) => TensorData::I64(Shared::from(take_vec(v, rows))),
+                    Col::F32(v) => TensorData::F32(Shared::from(take_vec(v, rows))),
+                    Col::F64(v) => TensorData::F64(Shared::from(take_vec(v, rows))),
+                    Col::Str(v) => {
+                        let mut out = sluice_tensor::pool::take::<Bytes>(rows);
+                        out.extend(v.drain(..).map(|(a, b)| arena.slice(a..b)));
+                        TensorData::Bytes(Shared::from(out))
+                    }
+                };
+                let t = Tensor::new(&[rows], data).expect("one value per row");
+                (Arc::clone(name), Value::Dense(t))
+            })
             .collect();
-        self.parsed = parsed;
-        Some(Ok(Record {
-            offset: row.offset,
-            features,
-        }))
-    }
-}
-
-/// A parsed field.
-enum Parsed {
-    I32(i32),
-    I64(i64),
-    F32(f32),
-    F64(f64),
-    Bytes(Bytes),
-}
-
-/// A row's values by type, before they are shared.
-#[derive(Default)]
-struct Lanes {
-    i32: Vec<i32>,
-    i64: Vec<i64>,
-    f32: Vec<f32>,
-    f64: Vec<f64>,
-    bytes: Vec<Bytes>,
-}
-
-impl Lanes {
-    /// Adds a value; returns its type (0 to 4) and position in that type's lane.
-    fn push(&mut self, v: Parsed) -> (u8, usize) {
-        match v {
-            Parsed::I32(x) => (0, push(&mut self.i32, x)),
-            Parsed::I64(x) => (1, push(&mut self.i64, x)),
-            Parsed::F32(x) => (2, push(&mut self.f32, x)),
-            Parsed::F64(x) => (3, push(&mut self.f64, x)),
-            Parsed::Bytes(x) => (4, push(&mut self.bytes, x)),
-        }
-    }
-
-    fn share(self) -> SharedLanes {
-        fn shared<T: Poolable>(v: Vec<T>) -> Option<Shared<T>> {
-            (!v.is_empty()).then(|| Shared::from(v))
-        }
-        SharedLanes {
-            i32: shared(self.i32),
-            i64: shared(self.i64),
-            f32: shared(self.f32),
-            f64: shared(self.f64),
-            bytes: shared(self.bytes),
+        Chunk {
+            offsets: std::mem::take(&mut self.offsets),
+            columns,
         }
     }
 }
 
-fn push<T>(v: &mut Vec<T>, x: T) -> usize {
-    v.push(x);
-    v.len() - 1
-}
-
-struct SharedLanes {
-    i32: Option<Shared<i32>>,
-    i64: Option<Shared<i64>>,
-    f32: Option<Shared<f32>>,
-    f64: Option<Shared<f64>>,
-    bytes: Option<Shared<Bytes>>,
-}
-
-impl SharedLanes {
-    /// The scalar at `at` in lane `kind`.
-    fn scalar(&self, kind: u8, at: usize) -> Tensor {
-        let one = at..at + 1;
-        let lane = "a lane holds the values pushed to it";
-        scalar(match kind {
-            0 => TensorData::I32(self.i32.as_ref().expect(lane).slice(one)),
-            1 => TensorData::I64(self.i64.as_ref().expect(lane).slice(one)),
-            2 => TensorData::F32(self.f32.as_ref().expect(lane).slice(one)),
-            3 => TensorData::F64(self.f64.as_ref().expect(lane).slice(one)),
-            _ => TensorData::Bytes(self.bytes.as_ref().expect(lane).slice(one)),
-        })
+/// `s` without the whitespace around it (`str::trim`, skipped when it starts and ends with
+/// ASCII characters that are not whitespace: Unicode's other white space is not ASCII).
+fn trim(s: &str) -> &str {
+    let b = s.as_bytes();
+    let plain = |c: Option<&u8>| c.is_some_and(|&c| c.is_ascii() && !c.is_ascii_whitespace());
+    if plain(b.first()) && plain(b.last()) {
+        s
+    } else {
+        s.trim()
     }
 }
 
-fn scalar(data: TensorData) -> Tensor {
-    Tensor::new(&[], data).expect("one value, a scalar")
-}
-
-fn default_value(dtype: CsvType, v: &CsvValue) -> Parsed {
-    match (dtype, v) {
-        (CsvType::Int32, CsvValue::Int(i)) => Parsed::I32(*i as i32),
-        (CsvType::Int64, CsvValue::Int(i)) => Parsed::I64(*i),
-        (CsvType::Float32, CsvValue::Int(i)) => Parsed::F32(*i as f32),
-        (CsvType::Float64, CsvValue::Int(i)) => Parsed::F64(*i as f64),
-        (CsvType::Float32, CsvValue::Float(f)) => Parsed::F32(*f as f32),
-        (CsvType::Float64, CsvValue::Float(f)) => Parsed::F64(*f),
-        (_, CsvValue::Bytes(b)) => Parsed::Bytes(b.clone()),
-        // Checked when the pipeline was validated.
-        (t, v) => unreachable!("default {v:?} for a {t} column"),
+/// An integer as `i64::from_str` reads it (an optional sign, then decimal digits), from
+/// bytes; `None` when it is not one or does not fit.
+fn parse_int(s: &[u8]) -> Option<i64> {
+    let (negative, digits) = match s {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    // Accumulated negatively, so that i64::MIN fits.
+    let mut acc: i64 = 0;
+    for &d in digits {
+        let d = d.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        acc = acc.checked_mul(10)?.checked_sub(i64::from(d))?;
+    }
+    if negative {
+        Some(acc)
+    } else {
+        acc.checked_neg()
     }
 }
 
-/// A field's value as `dtype`, as TensorFlow parses it (numbers may have spaces around
-/// them); `None` when it is not one.
-fn parse_field(dtype: CsvType, field: &[u8], bytes: impl FnOnce() -> Bytes) -> Option<Parsed> {
-    if dtype == CsvType::String {
-        return Some(Parsed::Bytes(bytes()));
+/// The values of `v` (its `rows`), leaving it empty with room for as many (from the pool
+/// the tensors' buffers return to).
+fn take_vec<T: Poolable>(v: &mut Vec<T>, rows: usize) -> Vec<T> {
+    std::mem::replace(v, sluice_tensor::pool::take(rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The byte-level integer parse reads exactly what `i64::from_str` reads.
+        #[test]
+        fn parse_int_agrees_with_std(s in "[-+]?[0-9]{0,21}|[-+0-9a ]{0,6}|.{0,4}") {
+            prop_assert_eq!(parse_int(s.as_bytes()), s.parse::<i64>().ok());
+        }
+
+        /// The trim is `str::trim`.
+        #[test]
+        fn trim_agrees_with_std(s in "\\PC{0,6}|[ \t\u{a0}\u{3000}]?[0-9.]{0,3}[ \t\u{a0}\u{2003}]?") {
+            prop_assert_eq!(trim(&s), s.trim());
+        }
     }
-    let s = std::str::from_utf8(field).ok()?.trim();
-    Some(match dtype {
-        CsvType::Int32 => Parsed::I32(s.parse().ok()?),
-        CsvType::Int64 => Parsed::I64(s.parse().ok()?),
-        CsvType::Float32 => Parsed::F32(s.parse().ok()?),
-        CsvType::Float64 => Parsed::F64(s.parse().ok()?),
-        CsvType::String => unreachable!(),
-    })
+
+    #[test]
+    fn parse_int_extremes() {
+        for s in [
+            "-9223372036854775808",
+            "9223372036854775807",
+            "+0",
+            "-0",
+            "007",
+        ] {
+            assert_eq!(parse_int(s.as_bytes()), s.parse::<i64>().ok(), "{s}");
+        }
+        for s in [
+            "9223372036854775808",
+            "-9223372036854775809",
+            "",
+            "+",
+            "-",
+            "1-",
+            " 1",
+        ] {
+            assert_eq!(parse_int(s.as_bytes()), None, "{s:?}");
+        }
+    }
 }

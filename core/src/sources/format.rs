@@ -57,6 +57,105 @@ pub trait RecordReader: Send {
     fn next_record(&mut self) -> Option<std::result::Result<Record, RecordError>>;
 }
 
+/// Consecutive records of one file read column by column: what a format that can read
+/// straight into columns gives [`ReadFiles`] fused with the `batch` after it (see
+/// [`crate::optimize::ReadAndBatchFusion`]).
+#[derive(Debug)]
+pub struct Chunk {
+    /// Each record's byte offset (in the decompressed file), in order: one per row.
+    pub offsets: Vec<u64>,
+    /// The features, in the order a record of [`RecordReader`] has them, each with one row
+    /// per record: a dense tensor `[rows, ...]` (each row the record's value), or a ragged
+    /// value whose rows are the records' values.
+    pub columns: Vec<(Arc<str>, Value)>,
+}
+
+impl Chunk {
+    /// Its number of records.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// True when it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+}
+
+/// The records of one file read in chunks (see [`Chunk`]).
+pub trait ChunkReader: Send {
+    /// The next at most `max` (≥ 1) records, consecutive, as one chunk; `None` at the end of
+    /// the file. A bad record ends the chunk before it and is what the next call returns
+    /// (so a chunk is never empty); reading goes on after it when it is recoverable.
+    fn next_chunk(&mut self, max: usize) -> Option<std::result::Result<Chunk, RecordError>>;
+}
+
+/// A [`ChunkReader`] read record by record (a format that reads in chunks, where no
+/// `batch` follows its reader): each record's values are one-row slices of its chunk's
+/// columns, sharing their buffers.
+pub struct ChunkRecords {
+    chunks: Box<dyn ChunkReader>,
+    /// Records per chunk read.
+    size: usize,
+    current: Option<Chunk>,
+    /// The next row of `current`.
+    next: usize,
+}
+
+impl ChunkRecords {
+    /// The records of `chunks`, read `size` at a time.
+    pub fn new(chunks: impl ChunkReader + 'static, size: usize) -> Self {
+        ChunkRecords {
+            chunks: Box::new(chunks),
+            size: size.max(1),
+            current: None,
+            next: 0,
+        }
+    }
+}
+
+impl RecordReader for ChunkRecords {
+    fn next_record(&mut self) -> Option<std::result::Result<Record, RecordError>> {
+        loop {
+            if let Some(chunk) = &self.current
+                && self.next < chunk.len()
+            {
+                let r = self.next;
+                self.next += 1;
+                let features = chunk
+                    .columns
+                    .iter()
+                    .map(|(name, value)| {
+                        let row = match value {
+                            Value::Dense(t) => t.row(r).map_err(Error::from),
+                            Value::Ragged(g) => g.row(r),
+                        };
+                        row.map(|t| (Arc::clone(name), t))
+                    })
+                    .collect::<Result<Vec<_>>>();
+                return Some(match features {
+                    Ok(features) => Ok(Record {
+                        offset: chunk.offsets[r],
+                        features,
+                    }),
+                    Err(e) => Err(RecordError {
+                        offset: chunk.offsets[r],
+                        feature: None,
+                        message: format!("a chunk's row {r}: {e}"),
+                        recoverable: false,
+                    }),
+                });
+            }
+            self.current = None;
+            self.next = 0;
+            match self.chunks.next_chunk(self.size)? {
+                Ok(chunk) => self.current = Some(chunk),
+                Err(bad) => return Some(Err(bad)),
+            }
+        }
+    }
+}
+
 /// A file format: reads one file's bytes as records.
 pub trait FileFormat: fmt::Debug + Send + Sync + 'static {
     /// The reading stage's name (`csv`, `text_lines`, ...).
@@ -81,6 +180,22 @@ pub trait FileFormat: fmt::Debug + Send + Sync + 'static {
     /// format whose entries are not files (a SQL query's partitions) reads them itself.
     fn open_records(&self, path: &str) -> Result<Box<dyn RecordReader>> {
         self.records(self.opening().open(path)?)
+    }
+
+    /// Whether the format reads files in [`Chunk`]s ([`open_chunks`](FileFormat::open_chunks)):
+    /// then a `batch` right after the reader is fused with it. Default: no.
+    fn reads_chunks(&self) -> bool {
+        false
+    }
+
+    /// The records of the entry `path` in [`Chunk`]s: the same records, values, offsets and
+    /// errors as [`open_records`](FileFormat::open_records), column by column. Only called
+    /// when [`reads_chunks`](FileFormat::reads_chunks) is true.
+    fn open_chunks(&self, _path: &str) -> Result<Box<dyn ChunkReader>> {
+        Err(Error::internal(format!(
+            "the {} format does not read in chunks",
+            self.name()
+        )))
     }
 }
 
@@ -218,6 +333,11 @@ impl ReadFiles {
             format: Arc::new(format),
         }
     }
+
+    /// The format it reads.
+    pub fn format(&self) -> &Arc<dyn FileFormat> {
+        &self.format
+    }
 }
 
 impl Stage for ReadFiles {
@@ -266,11 +386,14 @@ impl Stage for ReadFiles {
         let input = crate::stages::single_input(inputs, self.format.name())?;
         // `in` counts the records read, not the file names taken from the input.
         ctx.metrics().set_counts_own_inputs();
+        let (format, file_ctx) = (Arc::clone(&self.format), ctx.clone());
+        let files = FileWalk::new(input.open()?, move |file: &Element| {
+            filename_of(file)
+                .and_then(|path| open_file(&format, &path, file.id().source, &file_ctx))
+        });
         Ok(Box::new(Sequential {
-            files: input.open()?,
+            files,
             current: None,
-            ahead: None,
-            format: Arc::clone(&self.format),
             ctx: ctx.clone(),
         }))
     }
@@ -379,19 +502,7 @@ impl ElementStream for FileRecords {
                         // Nothing after it can be read: the file ends here either way.
                         self.ended = true;
                     }
-                    let error = match bad.feature {
-                        Some(f) => Error::data_of(&f, bad.message),
-                        None => Error::data(bad.message),
-                    };
-                    let err = Error::Stage {
-                        stage: self.ctx.stage_label(),
-                        element: Some(id),
-                        provenance: Some(Provenance {
-                            file: Arc::clone(&self.file),
-                            offset: bad.offset,
-                        }),
-                        error: Box::new(error),
-                    };
+                    let err = record_error(&self.ctx, &self.file, id, bad);
                     match self.ctx.on_error(err) {
                         Some(err) => return Some(Err(err)),
                         None => {
@@ -409,23 +520,35 @@ impl ElementStream for FileRecords {
     }
 }
 
+/// A bad record as the reading stage's error: the record's id, file and offset, and the
+/// feature at fault when one is.
+pub(crate) fn record_error(
+    ctx: &BuildContext,
+    file: &Arc<str>,
+    id: ElementId,
+    bad: RecordError,
+) -> Error {
+    let error = match bad.feature {
+        Some(f) => Error::data_of(&f, bad.message),
+        None => Error::data(bad.message),
+    };
+    Error::Stage {
+        stage: ctx.stage_label(),
+        element: Some(id),
+        provenance: Some(Provenance {
+            file: Arc::clone(file),
+            offset: bad.offset,
+        }),
+        error: Box::new(error),
+    }
+}
+
 /// Reads the files of a file list one after the other. While an object-store file is
 /// read, the next one (when it is one too) is already open.
 struct Sequential {
-    files: BoxStream,
+    files: FileWalk<BoxStream>,
     current: Option<BoxStream>,
-    /// The next entry of the file list, taken ahead (and opened, when an object-store
-    /// file).
-    ahead: Option<Result<(Element, Option<Result<BoxStream>>)>>,
-    format: Arc<dyn FileFormat>,
     ctx: BuildContext,
-}
-
-impl Sequential {
-    fn open(&self, file: &Element) -> Result<BoxStream> {
-        filename_of(file)
-            .and_then(|path| open_file(&self.format, &path, file.id().source, &self.ctx))
-    }
 }
 
 impl ElementStream for Sequential {
@@ -437,23 +560,10 @@ impl ElementStream for Sequential {
                     None => self.current = None,
                 }
             }
-            let (file, opened) = match self
-                .ahead
-                .take()
-                .or_else(|| self.files.next().map(|r| r.map(|f| (f, None))))?
-            {
+            let (file, opened) = match self.files.next_file()? {
                 Ok(entry) => entry,
                 Err(e) => return Some(Err(e)),
             };
-            let opened = opened.unwrap_or_else(|| self.open(&file));
-            if is_remote(&file) {
-                self.ahead = self.files.next().map(|r| {
-                    r.map(|next| {
-                        let opened = is_remote(&next).then(|| self.open(&next));
-                        (next, opened)
-                    })
-                });
-            }
             match opened {
                 Ok(s) => self.current = Some(s),
                 Err(e) => {
@@ -463,5 +573,55 @@ impl ElementStream for Sequential {
                 }
             }
         }
+    }
+}
+
+/// The entries of a file list, each opened by `open` as it is reached; while an
+/// object-store file is read, the next entry (when it is one too) is already open.
+pub(crate) struct FileWalk<T> {
+    files: BoxStream,
+    /// The next entry of the file list, taken ahead (and opened, when an object-store
+    /// file).
+    ahead: Option<Result<(Element, Option<Result<T>>)>>,
+    open: OpenEntry<T>,
+}
+
+/// Opens an entry of a file list.
+type OpenEntry<T> = Box<dyn Fn(&Element) -> Result<T> + Send>;
+
+impl<T> FileWalk<T> {
+    /// The entries of `files`, opened by `open`.
+    pub(crate) fn new(
+        files: BoxStream,
+        open: impl Fn(&Element) -> Result<T> + Send + 'static,
+    ) -> Self {
+        FileWalk {
+            files,
+            ahead: None,
+            open: Box::new(open),
+        }
+    }
+
+    /// The next entry and what opening it gave; `None` after the last; `Err` when the
+    /// file list itself failed.
+    pub(crate) fn next_file(&mut self) -> Option<Result<(Element, Result<T>)>> {
+        let (file, opened) = match self
+            .ahead
+            .take()
+            .or_else(|| self.files.next().map(|r| r.map(|f| (f, None))))?
+        {
+            Ok(entry) => entry,
+            Err(e) => return Some(Err(e)),
+        };
+        let opened = opened.unwrap_or_else(|| (self.open)(&file));
+        if is_remote(&file) {
+            self.ahead = self.files.next().map(|r| {
+                r.map(|next| {
+                    let opened = is_remote(&next).then(|| (self.open)(&next));
+                    (next, opened)
+                })
+            });
+        }
+        Some(Ok((file, opened)))
     }
 }

@@ -9,6 +9,7 @@ pub(crate) mod csv;
 pub(crate) mod files;
 pub(crate) mod fixed_length;
 pub(crate) mod format;
+pub(crate) mod format_batch;
 pub(crate) mod global_shuffle;
 pub(crate) mod image_folder;
 pub(crate) mod memory;

@@ -8,7 +8,7 @@ use sluice_proto::tfrecord::Compression;
 use crate::error::{Error, Result};
 use crate::params::Params;
 use crate::sources::columnar::{Batches, NullValue, Whole, missing};
-use crate::sources::format::{FileFormat, OpenedFile, Opening, RecordReader};
+use crate::sources::format::{ChunkReader, FileFormat, OpenedFile, Opening, RecordReader};
 use crate::sources::storage::StorageSpec;
 
 /// Rows per record batch read from a row group.
@@ -76,6 +76,21 @@ impl FileFormat for ParquetSpec {
     }
 
     fn records(&self, file: OpenedFile) -> Result<Box<dyn RecordReader>> {
+        Ok(Box::new(self.rows(file)?))
+    }
+
+    fn reads_chunks(&self) -> bool {
+        true
+    }
+
+    fn open_chunks(&self, path: &str) -> Result<Box<dyn ChunkReader>> {
+        Ok(Box::new(self.rows(self.opening().open(path)?)?))
+    }
+}
+
+impl ParquetSpec {
+    /// The rows of `file`, a record batch at a time.
+    fn rows(&self, file: OpenedFile) -> Result<Batches> {
         let path = file.path.clone();
         let bad = |m: String| Error::data(format!("{path}: {m}"));
         let batches: Box<dyn Iterator<Item = std::result::Result<_, String>> + Send> =
@@ -83,15 +98,13 @@ impl FileFormat for ParquetSpec {
                 Whole::File(f) => self.batches(f).map_err(bad)?,
                 Whole::Bytes(b) => self.batches(b).map_err(bad)?,
             };
-        Ok(Box::new(Batches::new(
+        Ok(Batches::new(
             batches,
             self.columns.clone(),
             self.null_value.clone(),
-        )))
+        ))
     }
-}
 
-impl ParquetSpec {
     fn batches<R: parquet::file::reader::ChunkReader + 'static>(
         &self,
         reader: R,
