@@ -20,6 +20,11 @@ import resource
 import time
 from pathlib import Path
 
+# numpy's OpenBLAS threads spin beside the readers on a 2-CPU machine and take a core
+# from whichever engine runs (neither uses BLAS here): one thread, for both engines.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 ROWS = 1_000_000
 BATCH = 1024
 

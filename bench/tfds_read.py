@@ -1,6 +1,7 @@
 """A TFDS image dataset read and decoded: sluice.tfds.load against tfds.load (issue 24).
 
-    python bench/tfds_read.py gen DIR [--images N]   # DIR/bench_images/1.0.0: N 128x128 JPEGs, 8 shards
+    python bench/tfds_read.py gen DIR [--images N] [--content photo|noise]
+                                                   # DIR/bench_images/1.0.0: N 128x128 JPEGs, 8 shards
     python bench/tfds_read.py sluice DIR [--rounds N]
     python bench/tfds_read.py tfds DIR [--rounds N]
 
@@ -23,11 +24,36 @@ import json
 import resource
 import time
 from pathlib import Path
+import os
+
+# numpy's OpenBLAS threads spin beside the readers on a 2-CPU machine and take a core
+# from whichever engine runs (neither uses BLAS here): one thread, for both engines.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 BATCH = 64
 
 
-def gen(d: Path, n: int) -> None:
+def photo_like(rng, h: int, w: int):
+    """A smooth image with shapes and a little noise, so that JPEG sizes are like photos':
+    the images of `../shared/bench/tfdata_baseline.py` (`synthetic_image`), made the same
+    way."""
+    import numpy as np
+
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    img = np.zeros((h, w, 3), np.float32)
+    for c in range(3):
+        fx, fy, ph = rng.uniform(0.5, 4, 2).tolist() + [rng.uniform(0, 6.28)]
+        img[..., c] = 127 + 100 * np.sin(fx * x / w * 6.28 + ph) * np.cos(fy * y / h * 6.28)
+    for _ in range(4):
+        cy, cx, r = rng.integers(0, h), rng.integers(0, w), rng.integers(4, max(5, h // 4))
+        mask = (y - cy) ** 2 + (x - cx) ** 2 < r * r
+        img[mask] = rng.uniform(0, 255, 3)
+    img += rng.normal(0, 6, img.shape)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def gen(d: Path, n: int, content: str = "photo") -> None:
     import numpy as np
     import tensorflow_datasets as tfds
 
@@ -51,7 +77,11 @@ def gen(d: Path, n: int) -> None:
             rng = np.random.default_rng(0)
             base = rng.integers(0, 256, size=(128, 128, 3), dtype=np.uint8)
             for i in range(n):
-                yield i, {"image": np.roll(base, i, axis=1), "label": i % 10}
+                # "noise": uniform noise (JPEG's worst case: ~19 KB per image, decoding
+                # bound by entropy decoding); "photo": photo-like (~5 KB).
+                image = (np.roll(base, i, axis=1) if content == "noise"
+                         else photo_like(rng, 128, 128))
+                yield i, {"image": image, "label": i % 10}
 
     BenchImages(data_dir=str(d)).download_and_prepare(
         download_config=tfds.download.DownloadConfig(num_shards=8)
@@ -94,9 +124,11 @@ def main() -> None:
     p.add_argument("--images", type=int, default=4096)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--autocache", action="store_true", help="tfds: keep TFDS's in-memory cache")
+    p.add_argument("--content", choices=["photo", "noise"], default="photo",
+                   help="gen: photo-like images (default) or uniform noise")
     a = p.parse_args()
     if a.what == "gen":
-        gen(a.dir, a.images)
+        gen(a.dir, a.images, a.content)
     else:
         run(a.what, a.dir, a.rounds, a.autocache)
 

@@ -511,7 +511,11 @@ impl FileFormat for CsvSpec {
     }
 
     fn open_chunks(&self, path: &str) -> Result<Box<dyn ChunkReader>> {
-        Ok(Box::new(self.chunks(self.opening().open(path)?)?))
+        // Read fused with `batch`: the rows are split on a thread of their own while they
+        // are parsed into the batch's columns.
+        Ok(Box::new(
+            self.chunks(self.opening().open(path)?)?.split_ahead()?,
+        ))
     }
 }
 
@@ -551,7 +555,7 @@ impl CsvSpec {
                         ahead.push_back(Ok(row));
                     }
                     Some(Err(e)) => {
-                        ahead.push_back(Err(e));
+                        ahead.push_back(Err((e, !rows.eof)));
                         break;
                     }
                     None => break,
@@ -585,7 +589,7 @@ impl CsvSpec {
         }
         let builder = Builder::new(&columns.defaults);
         Ok(CsvChunks {
-            rows,
+            source: Source::Here(rows),
             ahead,
             columns,
             na: Bytes::from(self.na_value.clone().into_bytes()),
@@ -996,9 +1000,9 @@ fn unescape(field: &[u8]) -> Vec<u8> {
 
 /// The rows of one CSV file, parsed into columns a chunk at a time.
 struct CsvChunks {
-    rows: Rows,
+    source: Source,
     /// Rows read ahead for the type inference.
-    ahead: std::collections::VecDeque<std::result::Result<Row, RowError>>,
+    ahead: std::collections::VecDeque<std::result::Result<Row, (RowError, bool)>>,
     columns: Columns,
     na: Bytes,
     /// Every column is read: a row must have exactly as many fields.
@@ -1024,7 +1028,10 @@ impl ChunkReader for CsvChunks {
                 Some(Err(e)) => Err(e),
                 None => {
                     let builder = &mut self.builder;
-                    match self.rows.next_row_with(|row| builder.push_row(&setup, row)) {
+                    match self
+                        .source
+                        .next_row_with(|row| builder.push_row(&setup, row))
+                    {
                         Some(Ok(pushed)) => Ok(pushed),
                         Some(Err(e)) => Err(e),
                         None => break,
@@ -1034,11 +1041,11 @@ impl ChunkReader for CsvChunks {
             let bad = match pushed {
                 Ok(Ok(())) => continue,
                 Ok(Err(bad)) => bad,
-                Err(e) => RecordError {
+                Err((e, recoverable)) => RecordError {
                     offset: e.offset,
                     feature: None,
                     message: e.message,
-                    recoverable: !self.rows.eof,
+                    recoverable,
                 },
             };
             if self.builder.rows() == 0 {
@@ -1051,6 +1058,146 @@ impl ChunkReader for CsvChunks {
             return None;
         }
         Some(Ok(self.builder.finish(&self.columns)))
+    }
+}
+
+impl CsvChunks {
+    /// This reader with the file's rows split ahead on a thread of their own (in blocks of
+    /// [`BLOCK_ROWS`]), so that splitting and parsing run at once.
+    fn split_ahead(mut self) -> Result<CsvChunks> {
+        let Source::Here(rows) = self.source else {
+            return Ok(self);
+        };
+        let (tx, rx) = crossbeam_channel::bounded(AHEAD_BLOCKS);
+        std::thread::Builder::new()
+            .name("sluice-csv-split".into())
+            .spawn(move || split_blocks(rows, tx))
+            .map_err(|e| Error::internal(format!("cannot start a thread: {e}")))?;
+        self.source = Source::Ahead {
+            blocks: rx,
+            current: None,
+            next: 0,
+        };
+        Ok(self)
+    }
+}
+
+/// Rows per block split ahead.
+const BLOCK_ROWS: usize = 512;
+/// Blocks split ahead at most.
+const AHEAD_BLOCKS: usize = 4;
+
+/// Where a file's rows come from.
+enum Source {
+    /// Split here, as they are parsed.
+    Here(Rows),
+    /// Split ahead by a thread of their own ([`split_blocks`]).
+    Ahead {
+        blocks: crossbeam_channel::Receiver<Block>,
+        current: Option<Block>,
+        /// The next row of `current`.
+        next: usize,
+    },
+}
+
+impl Source {
+    /// What `f` makes of the next row; `None` at the end; a row that cannot be split, and
+    /// whether reading can go on after it.
+    fn next_row_with<R>(
+        &mut self,
+        f: impl FnOnce(&RowView<'_>) -> R,
+    ) -> Option<std::result::Result<R, (RowError, bool)>> {
+        match self {
+            Source::Here(rows) => match rows.next_row_with(f)? {
+                Ok(r) => Some(Ok(r)),
+                Err(e) => Some(Err((e, !rows.eof))),
+            },
+            Source::Ahead {
+                blocks,
+                current,
+                next,
+            } => loop {
+                let Some(block) = current else {
+                    *current = Some(blocks.recv().ok()?);
+                    *next = 0;
+                    continue;
+                };
+                if let Some(row) = block.rows.get(*next) {
+                    *next += 1;
+                    let view = RowView {
+                        data: &block.data[row.bytes.clone()],
+                        bounds: &block.bounds[row.fields.clone()],
+                        offset: row.offset,
+                        line: row.line,
+                    };
+                    return Some(Ok(f(&view)));
+                }
+                if let Some(bad) = block.error.take() {
+                    return Some(Err(bad));
+                }
+                *current = None;
+            },
+        }
+    }
+}
+
+/// Rows split ahead: their bytes one after the other, their fields' bounds (relative to
+/// each row's start), and the row that could not be split after them, if one.
+#[derive(Default)]
+struct Block {
+    data: Vec<u8>,
+    bounds: Vec<(usize, usize, bool)>,
+    rows: Vec<BlockRow>,
+    error: Option<(RowError, bool)>,
+}
+
+struct BlockRow {
+    bytes: std::ops::Range<usize>,
+    fields: std::ops::Range<usize>,
+    offset: u64,
+    line: u64,
+}
+
+impl Block {
+    fn push(&mut self, row: &RowView<'_>) {
+        let (start, first) = (self.data.len(), self.bounds.len());
+        self.data.extend_from_slice(row.data);
+        self.bounds.extend_from_slice(row.bounds);
+        self.rows.push(BlockRow {
+            bytes: start..self.data.len(),
+            fields: first..self.bounds.len(),
+            offset: row.offset,
+            line: row.line,
+        });
+    }
+}
+
+/// The splitting thread: `rows` in blocks, until the end of the file or until the reader
+/// is dropped (the channel closes).
+fn split_blocks(mut rows: Rows, blocks: crossbeam_channel::Sender<Block>) {
+    loop {
+        let mut block = Block::default();
+        let mut end = false;
+        while block.rows.len() < BLOCK_ROWS {
+            match rows.next_row_with(|row| block.push(row)) {
+                Some(Ok(())) => {}
+                Some(Err(e)) => {
+                    block.error = Some((e, !rows.eof));
+                    break;
+                }
+                None => {
+                    end = true;
+                    break;
+                }
+            }
+        }
+        let some = !block.rows.is_empty() || block.error.is_some();
+        if some && blocks.send(block).is_err() {
+            return;
+        }
+        if end {
+            return;
+        }
     }
 }
 
