@@ -589,7 +589,7 @@ impl CsvSpec {
         }
         let builder = Builder::new(&columns.defaults);
         Ok(CsvChunks {
-            source: Source::Here(rows),
+            source: Source::Here(Box::new(rows)),
             ahead,
             columns,
             na: Bytes::from(self.na_value.clone().into_bytes()),
@@ -1071,7 +1071,7 @@ impl CsvChunks {
         let (tx, rx) = crossbeam_channel::bounded(AHEAD_BLOCKS);
         std::thread::Builder::new()
             .name("sluice-csv-split".into())
-            .spawn(move || split_blocks(rows, tx))
+            .spawn(move || split_blocks(*rows, tx))
             .map_err(|e| Error::internal(format!("cannot start a thread: {e}")))?;
         self.source = Source::Ahead {
             blocks: rx,
@@ -1090,7 +1090,7 @@ const AHEAD_BLOCKS: usize = 4;
 /// Where a file's rows come from.
 enum Source {
     /// Split here, as they are parsed.
-    Here(Rows),
+    Here(Box<Rows>),
     /// Split ahead by a thread of their own ([`split_blocks`]).
     Ahead {
         blocks: crossbeam_channel::Receiver<Block>,
