@@ -99,6 +99,26 @@ def test_csv_inference_batches_and_names_like_make_csv_dataset():
     assert np.asarray(batches[0]["weight"]).tolist() == [70, 81]
 
 
+def test_csv_batches_read_fused_equal_the_rows_batched():
+    """`csv` then `batch` runs as one stage (read_and_batch_fusion); its batches are the
+    ones of the rows batched apart, and a bad row is the same error."""
+    basic = dict(header=True, na_value="NA", record_defaults=[np.int64(-1), 0.0, "?", 0])
+    fused = sluice.csv(FORMATS / "basic.csv", **basic).batch(2)
+    apart = fused.options(map_and_batch_fusion=False)
+    assert "read_and_batch_fusion" in fused.explain()
+    assert "read_and_batch_fusion" not in apart.explain()
+    a, b = list(fused), list(apart)
+    assert len(a) == len(b) > 1
+    for x, y in zip(a, b):
+        assert list(x) == list(y)
+        for k in x:
+            assert np.asarray(x[k]).tolist() == np.asarray(y[k]).tolist(), k
+    bad = sluice.csv(FORMATS / "badtype.csv", record_defaults=[np.int64(0), 0.0]).batch(8)
+    with pytest.raises(sluice.InvalidDataError) as info:
+        list(bad)
+    assert "badtype.csv" in str(info.value) and "line 2, column 0" in str(info.value)
+
+
 def test_text_lines_and_fixed_length_records_match_tensorflow():
     check("lines.txt", sluice.text_lines(FORMATS / "lines.txt"))
     check("lines.txt.gz", sluice.text_lines(FORMATS / "lines.txt.gz", compression_type="GZIP"))
