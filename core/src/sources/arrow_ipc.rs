@@ -5,12 +5,10 @@ use std::io::{BufRead, Read, Seek};
 
 use arrow_ipc::reader::{FileReader, StreamReader};
 use serde::{Deserialize, Serialize};
-use sluice_proto::tfrecord::Compression;
 
 use crate::error::{Error, Result};
-use crate::params::Params;
-use crate::sources::columnar::{Batches, NullValue, Whole};
-use crate::sources::format::{ChunkReader, FileFormat, OpenedFile, Opening, RecordReader};
+use crate::sources::columnar::{Batches, NullValue, Whole, columnar_format};
+use crate::sources::format::OpenedFile;
 use crate::sources::storage::StorageSpec;
 
 /// Reads Arrow IPC files: one element per row, one feature per column, as
@@ -47,42 +45,7 @@ pub struct ArrowSpec {
 /// The file format's first bytes.
 const FILE_MAGIC: &[u8] = b"ARROW1";
 
-impl FileFormat for ArrowSpec {
-    fn name(&self) -> &'static str {
-        "arrow"
-    }
-
-    fn params(&self) -> Params {
-        self.opening()
-            .params()
-            .with("columns", self.columns.join(","))
-            .with(
-                "null_value",
-                self.null_value
-                    .as_ref()
-                    .map_or(String::new(), ToString::to_string),
-            )
-    }
-
-    fn opening(&self) -> Opening {
-        Opening {
-            compression_type: Compression::None,
-            storage: self.storage.clone(),
-        }
-    }
-
-    fn records(&self, file: OpenedFile) -> Result<Box<dyn RecordReader>> {
-        Ok(Box::new(self.rows(file)?))
-    }
-
-    fn reads_chunks(&self) -> bool {
-        true
-    }
-
-    fn open_chunks(&self, path: &str) -> Result<Box<dyn ChunkReader>> {
-        Ok(Box::new(self.rows(self.opening().open(path)?)?))
-    }
-}
+columnar_format!(ArrowSpec, "arrow");
 
 impl ArrowSpec {
     /// The rows of `file`, a record batch at a time.

@@ -691,6 +691,58 @@ impl ChunkReader for Batches {
     }
 }
 
+/// The [`FileFormat`](crate::sources::format::FileFormat) of a columnar format's spec (its
+/// `columns`, `null_value` and `storage`, and a `rows(file)` reading one file's record
+/// batches as [`Batches`]): Parquet's and Arrow IPC's. Both read in chunks (a batch after
+/// them is fused with them).
+macro_rules! columnar_format {
+    ($spec:ty, $name:literal) => {
+        impl $crate::sources::format::FileFormat for $spec {
+            fn name(&self) -> &'static str {
+                $name
+            }
+
+            fn params(&self) -> $crate::params::Params {
+                self.opening()
+                    .params()
+                    .with("columns", self.columns.join(","))
+                    .with(
+                        "null_value",
+                        self.null_value
+                            .as_ref()
+                            .map_or(String::new(), ToString::to_string),
+                    )
+            }
+
+            fn opening(&self) -> $crate::sources::format::Opening {
+                $crate::sources::format::Opening {
+                    compression_type: sluice_proto::tfrecord::Compression::None,
+                    storage: self.storage.clone(),
+                }
+            }
+
+            fn records(
+                &self,
+                file: $crate::sources::format::OpenedFile,
+            ) -> $crate::error::Result<Box<dyn $crate::sources::format::RecordReader>> {
+                Ok(Box::new(self.rows(file)?))
+            }
+
+            fn reads_chunks(&self) -> bool {
+                true
+            }
+
+            fn open_chunks(
+                &self,
+                path: &str,
+            ) -> $crate::error::Result<Box<dyn $crate::sources::format::ChunkReader>> {
+                Ok(Box::new(self.rows(self.opening().open(path)?)?))
+            }
+        }
+    };
+}
+pub(crate) use columnar_format;
+
 /// The whole of an object-store file, or a local file opened again for random access.
 pub(crate) enum Whole {
     /// A local file.

@@ -387,15 +387,14 @@ impl Stage for ReadFiles {
         // `in` counts the records read, not the file names taken from the input.
         ctx.metrics().set_counts_own_inputs();
         let (format, file_ctx) = (Arc::clone(&self.format), ctx.clone());
-        let files = FileWalk::new(input.open()?, move |file: &Element| {
-            filename_of(file)
-                .and_then(|path| open_file(&format, &path, file.id().source, &file_ctx))
-        });
-        Ok(Box::new(Sequential {
-            files,
-            current: None,
-            ctx: ctx.clone(),
-        }))
+        Ok(Box::new(Sequential::new(
+            input.open()?,
+            move |file: &Element| {
+                filename_of(file)
+                    .and_then(|path| open_file(&format, &path, file.id().source, &file_ctx))
+            },
+            ctx,
+        )))
     }
 }
 
@@ -545,10 +544,26 @@ pub(crate) fn record_error(
 
 /// Reads the files of a file list one after the other. While an object-store file is
 /// read, the next one (when it is one too) is already open.
-struct Sequential {
+pub(crate) struct Sequential {
     files: FileWalk<BoxStream>,
     current: Option<BoxStream>,
     ctx: BuildContext,
+}
+
+impl Sequential {
+    /// The records of the files `files` names, each file's opened by `open` (a file that
+    /// cannot be opened goes through `ctx`'s error policy).
+    pub(crate) fn new(
+        files: BoxStream,
+        open: impl Fn(&Element) -> Result<BoxStream> + Send + 'static,
+        ctx: &BuildContext,
+    ) -> Self {
+        Sequential {
+            files: FileWalk::new(files, open),
+            current: None,
+            ctx: ctx.clone(),
+        }
+    }
 }
 
 impl ElementStream for Sequential {

@@ -3,12 +3,10 @@
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::{Deserialize, Serialize};
-use sluice_proto::tfrecord::Compression;
 
 use crate::error::{Error, Result};
-use crate::params::Params;
-use crate::sources::columnar::{Batches, NullValue, Whole, missing};
-use crate::sources::format::{ChunkReader, FileFormat, OpenedFile, Opening, RecordReader};
+use crate::sources::columnar::{Batches, NullValue, Whole, columnar_format, missing};
+use crate::sources::format::OpenedFile;
 use crate::sources::storage::StorageSpec;
 
 /// Rows per record batch read from a row group.
@@ -51,42 +49,7 @@ pub struct ParquetSpec {
     pub storage: StorageSpec,
 }
 
-impl FileFormat for ParquetSpec {
-    fn name(&self) -> &'static str {
-        "parquet"
-    }
-
-    fn params(&self) -> Params {
-        self.opening()
-            .params()
-            .with("columns", self.columns.join(","))
-            .with(
-                "null_value",
-                self.null_value
-                    .as_ref()
-                    .map_or(String::new(), ToString::to_string),
-            )
-    }
-
-    fn opening(&self) -> Opening {
-        Opening {
-            compression_type: Compression::None,
-            storage: self.storage.clone(),
-        }
-    }
-
-    fn records(&self, file: OpenedFile) -> Result<Box<dyn RecordReader>> {
-        Ok(Box::new(self.rows(file)?))
-    }
-
-    fn reads_chunks(&self) -> bool {
-        true
-    }
-
-    fn open_chunks(&self, path: &str) -> Result<Box<dyn ChunkReader>> {
-        Ok(Box::new(self.rows(self.opening().open(path)?)?))
-    }
-}
+columnar_format!(ParquetSpec, "parquet");
 
 impl ParquetSpec {
     /// The rows of `file`, a record batch at a time.

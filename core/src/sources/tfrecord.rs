@@ -14,7 +14,8 @@ use crate::invalid::Invalid;
 use crate::options::ErrorPolicy;
 use crate::params::Params;
 use crate::run::{BuildContext, Input};
-use crate::sources::files::{filename_of, is_remote};
+use crate::sources::files::filename_of;
+use crate::sources::format::Sequential;
 use crate::sources::storage::StorageSpec;
 use crate::stage::{Arity, OpenFn, Stage};
 use crate::stream::{BoxStream, ElementStream};
@@ -278,13 +279,15 @@ impl Stage for TfRecordSpec {
         let input = crate::stages::single_input(inputs, "tfrecord")?;
         // `in` counts the records read, not the file names taken from the input.
         ctx.metrics().set_counts_own_inputs();
-        Ok(Box::new(Sequential {
-            files: input.open()?,
-            current: None,
-            ahead: None,
-            spec: self.clone(),
-            ctx: ctx.clone(),
-        }))
+        let (spec, file_ctx) = (self.clone(), ctx.clone());
+        Ok(Box::new(Sequential::new(
+            input.open()?,
+            move |file: &Element| {
+                filename_of(file)
+                    .and_then(|path| spec.open_file(&path, file.id().source, &file_ctx))
+            },
+            ctx,
+        )))
     }
 }
 
@@ -326,62 +329,5 @@ impl Stage for TfRecordFile {
 
     fn build(&self, _inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         self.spec.open_file(&self.path, self.file_index, ctx)
-    }
-}
-
-/// Reads the files of a file list one after the other. While an object-store file is
-/// read, the next one (when it is one too) is already open, its first requests in flight.
-struct Sequential {
-    files: BoxStream,
-    current: Option<BoxStream>,
-    /// The next entry of the file list, taken ahead (and opened, when an object-store
-    /// file).
-    ahead: Option<Result<(Element, Option<Result<BoxStream>>)>>,
-    spec: TfRecordSpec,
-    ctx: BuildContext,
-}
-
-impl Sequential {
-    fn open(&self, file: &Element) -> Result<BoxStream> {
-        filename_of(file).and_then(|path| self.spec.open_file(&path, file.id().source, &self.ctx))
-    }
-}
-
-impl ElementStream for Sequential {
-    fn next(&mut self) -> Option<Result<Element>> {
-        loop {
-            if let Some(cur) = self.current.as_mut() {
-                match cur.next() {
-                    Some(item) => return Some(item),
-                    None => self.current = None,
-                }
-            }
-            let (file, opened) = match self
-                .ahead
-                .take()
-                .or_else(|| self.files.next().map(|r| r.map(|f| (f, None))))?
-            {
-                Ok(entry) => entry,
-                Err(e) => return Some(Err(e)),
-            };
-            let opened = opened.unwrap_or_else(|| self.open(&file));
-            if is_remote(&file) {
-                // Take the next entry now; open it now if it is an object-store file too.
-                self.ahead = self.files.next().map(|r| {
-                    r.map(|next| {
-                        let opened = is_remote(&next).then(|| self.open(&next));
-                        (next, opened)
-                    })
-                });
-            }
-            match opened {
-                Ok(s) => self.current = Some(s),
-                Err(e) => {
-                    if let Some(e) = self.ctx.on_error(self.ctx.element_error(&file, e)) {
-                        return Some(Err(e));
-                    }
-                }
-            }
-        }
     }
 }
