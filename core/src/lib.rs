@@ -167,6 +167,12 @@ pub mod prelude {
     pub use crate::stages::padded_batch::{PadValue, PaddedBatchSpec};
     pub use crate::stages::parse_example::{FeatureSpec, FeatureType, ParseExampleSpec};
     pub use crate::stages::prefetch::{BufferSize, PrefetchSpec};
+    pub use crate::stages::preprocessing::{
+        CategoryEncodingSpec, DiscretizationSpec, EncodingMode, FeatureLayer, HashingSpec,
+        IntegerLookupSpec, LayerFn, LookupSpec, LookupToken, NormalizationSpec, OovMethod, Salt,
+        Stat, StringLookupSpec, Token, Vocabulary, fingerprint64, to_hash_bucket_fast,
+        to_hash_bucket_strong,
+    };
     pub use crate::stages::repeat::RepeatSpec;
     pub use crate::stages::sample_from::SampleFromSpec;
     pub use crate::stages::shard::ShardSpec;

@@ -375,6 +375,60 @@ class Pipeline:
         (``"auto"``: tuned within the RAM budget)."""
         return self.stage("prefetch", buffer_size=buffer_size)
 
+    # Keras preprocessing layers (issue 25): each reads the feature ``input`` and writes
+    # ``output`` (default: ``input``, replaced), with the Keras layer's parameter names and
+    # TensorFlow's outputs bit for bit. Before ``batch`` they see one element's value,
+    # after it the whole batch (one call per batch).
+
+    def normalization(self, input: str, mean: Any, variance: Any, invert: bool = False,
+                      output: Optional[str] = None) -> "Pipeline":
+        """``keras.layers.Normalization(mean=, variance=)``: ``(x - mean) /
+        max(sqrt(variance), 1e-7)`` in float32 (``mean``/``variance``: a number, or one
+        per position of the last axis)."""
+        return self.stage("normalization", input=input, output=output, mean=_plain(mean),
+                          variance=_plain(variance), invert=invert)
+
+    def discretization(self, input: str, bin_boundaries: Sequence[float],
+                       output: Optional[str] = None) -> "Pipeline":
+        """``keras.layers.Discretization(bin_boundaries=)``: int32 bucket indices."""
+        return self.stage("discretization", input=input, output=output,
+                          bin_boundaries=[float(b) for b in bin_boundaries])
+
+    def hashing(self, input: str, num_bins: int, mask_value: Any = None, salt: Any = None,
+                output: Optional[str] = None) -> "Pipeline":
+        """``keras.layers.Hashing``: int64 bins by TensorFlow's FarmHash Fingerprint64 (or
+        SipHash keyed by ``salt``: an int or two)."""
+        return self.stage("hashing", input=input, output=output, num_bins=num_bins,
+                          mask_value=_plain(mask_value), salt=_plain(salt))
+
+    def string_lookup(self, input: str, vocabulary: Any, num_oov_indices: int = 1,
+                      mask_token: Optional[str] = None, oov_token: Optional[str] = None,
+                      invert: bool = False, salt: Any = None,
+                      output: Optional[str] = None) -> "Pipeline":
+        """``keras.layers.StringLookup`` (``output_mode="int"``): ``vocabulary`` is a list of
+        tokens or a file of one per line; OOV tokens hashed over ``num_oov_indices``."""
+        return self.stage("string_lookup", input=input, output=output,
+                          vocabulary=_vocabulary(vocabulary), num_oov_indices=num_oov_indices,
+                          mask_token=mask_token, oov_token=oov_token, invert=invert,
+                          salt=_plain(salt))
+
+    def integer_lookup(self, input: str, vocabulary: Any, num_oov_indices: int = 1,
+                       mask_token: Optional[int] = None, oov_token: Optional[int] = None,
+                       invert: bool = False, salt: Any = None, oov_method: str = "floormod",
+                       output: Optional[str] = None) -> "Pipeline":
+        """``keras.layers.IntegerLookup`` (``output_mode="int"``)."""
+        return self.stage("integer_lookup", input=input, output=output,
+                          vocabulary=_vocabulary(vocabulary), num_oov_indices=num_oov_indices,
+                          mask_token=mask_token, oov_token=oov_token, invert=invert,
+                          salt=_plain(salt), oov_method=oov_method)
+
+    def category_encoding(self, input: str, num_tokens: int, output_mode: str = "multi_hot",
+                          output: Optional[str] = None) -> "Pipeline":
+        """``keras.layers.CategoryEncoding``: float32 ``one_hot``, ``multi_hot`` or
+        ``count`` vectors of ``num_tokens``."""
+        return self.stage("category_encoding", input=input, output=output,
+                          num_tokens=num_tokens, output_mode=output_mode)
+
     def repeat(self, count: Optional[int] = None) -> "Pipeline":
         """Repeats the input ``count`` times (``None``: forever), reshuffling each pass."""
         return self.stage("repeat", count=count)
@@ -1246,3 +1300,21 @@ def sample_from_datasets(
     _check_pipelines("sample_from_datasets", pipelines)
     w = [1.0] * len(pipelines) if weights is None else [float(x) for x in weights]
     return Pipeline(_make_source(("sample_from", pipelines, w, seed, bool(stop_on_empty_dataset))))
+
+
+def _plain(x: Any) -> Any:
+    """NumPy scalars and arrays as plain Python numbers and lists (for the stage's JSON)."""
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+def _vocabulary(v: Any) -> Any:
+    """A vocabulary: a path (a file of tokens), or the tokens as a list."""
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    if isinstance(v, str):
+        return v
+    return _plain(list(v))

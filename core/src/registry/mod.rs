@@ -51,6 +51,10 @@ use crate::stages::interleave::InterleaveSpec;
 use crate::stages::padded_batch::PaddedBatchSpec;
 use crate::stages::parse_example::ParseExampleSpec;
 use crate::stages::prefetch::PrefetchSpec;
+use crate::stages::preprocessing::{
+    CategoryEncodingSpec, DiscretizationSpec, HashingSpec, IntegerLookupSpec, NormalizationSpec,
+    StringLookupSpec,
+};
 use crate::stages::repeat::RepeatSpec;
 use crate::stages::shard::ShardSpec;
 use crate::stages::shuffle::ShuffleSpec;
@@ -74,6 +78,12 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<PrefetchSpec>(),
     StageKind::of::<ImageOpsSpec>(),
     StageKind::of::<PluginStageSpec>(),
+    StageKind::of::<NormalizationSpec>(),
+    StageKind::of::<DiscretizationSpec>(),
+    StageKind::of::<HashingSpec>(),
+    StageKind::of::<StringLookupSpec>(),
+    StageKind::of::<IntegerLookupSpec>(),
+    StageKind::of::<CategoryEncodingSpec>(),
 ];
 
 /// A stage as a front end writes it: a serde spec with its kind.

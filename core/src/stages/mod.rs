@@ -13,6 +13,7 @@ pub(crate) mod map_chunks;
 pub(crate) mod padded_batch;
 pub(crate) mod parse_example;
 pub(crate) mod prefetch;
+pub(crate) mod preprocessing;
 pub(crate) mod repeat;
 pub(crate) mod sample_from;
 pub(crate) mod shard;

@@ -1,0 +1,203 @@
+//! Keras preprocessing layers as stages (issue 25): each stage is a Keras layer, named after
+//! it in snake_case (`kind = "hashing"`), with the layer's parameter names, reading the
+//! feature `input` and writing the feature `output` (default: `input`, replaced).
+//!
+//! A stage calls its layer on the feature's tensor as Keras calls the layer on it: before
+//! `batch` on each element's value, after `batch` on the whole batch at once (one call per
+//! batch, tf.data's "batch before map"). Outputs are TensorFlow's bit for bit: the tests
+//! (`core/tests/preprocessing.rs`) compare with what Keras 3 on TensorFlow 2.21 returned
+//! for the same inputs (`tests/fixtures/preprocessing/generate.py`).
+//!
+//! | kind | Keras layer | output |
+//! |---|---|---|
+//! | [`hashing`](HashingSpec) | `Hashing` | `int64` bins: FarmHash Fingerprint64, or SipHash with `salt` |
+//! | [`string_lookup`](LookupSpec) | `StringLookup` | `int64` indices (`invert`: tokens) |
+//! | [`integer_lookup`](LookupSpec) | `IntegerLookup` | `int64` indices (`invert`: values) |
+//! | [`normalization`](NormalizationSpec) | `Normalization` | `float32` `(x - mean) / max(sqrt(variance), 1e-7)` |
+//! | [`discretization`](DiscretizationSpec) | `Discretization` | `int32` bucket indices |
+//! | [`category_encoding`](CategoryEncodingSpec) | `CategoryEncoding` | `float32` one-hot, multi-hot or counts |
+
+mod category_encoding;
+mod discretization;
+mod hashing;
+mod lookup;
+mod normalization;
+
+use std::sync::Arc;
+
+pub use category_encoding::{CategoryEncodingSpec, EncodingMode};
+pub use discretization::DiscretizationSpec;
+pub use hashing::{
+    HashingSpec, Salt, Token, fingerprint64, to_hash_bucket_fast, to_hash_bucket_strong,
+};
+pub use lookup::{
+    IntegerLookupSpec, LookupSpec, LookupToken, OovMethod, StringLookupSpec, Vocabulary,
+};
+pub use normalization::{NormalizationSpec, Stat};
+
+use crate::dataset::Dataset;
+use crate::element::{Element, Value};
+use crate::error::{Error, Result};
+use crate::invalid::Invalid;
+use crate::params::Params;
+use crate::registry::Spec;
+use crate::run::{BuildContext, Input};
+use crate::stage::Stage;
+use crate::stream::{BoxStream, ElementStream};
+use crate::tensor::Tensor;
+
+/// A Keras preprocessing layer on one feature: what every stage of this module is.
+pub trait FeatureLayer: Spec {
+    /// The feature read.
+    fn input(&self) -> &str;
+
+    /// The feature written (`None`: the input, replaced).
+    fn output(&self) -> Option<&str>;
+
+    /// The layer, ready to be called on a value (an element's, or a whole batch's): made
+    /// once per run (a vocabulary file read, a table built), when the stage starts.
+    fn layer(&self) -> Result<LayerFn>;
+}
+
+/// A layer ready to call: the value in, the layer's output out.
+pub type LayerFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+
+impl Dataset {
+    /// Runs the Keras preprocessing layer `layer` on every element (see
+    /// [`crate::stages::preprocessing`]).
+    pub fn preprocess<L: FeatureLayer>(&self, layer: L) -> Dataset {
+        Dataset::from_stage(LayerStage(Arc::new(layer)), vec![self.clone()])
+    }
+}
+
+/// The stage of a [`FeatureLayer`].
+#[derive(Debug)]
+pub(crate) struct LayerStage<L>(pub(crate) Arc<L>);
+
+impl<L: FeatureLayer> Stage for LayerStage<L> {
+    fn name(&self) -> &'static str {
+        L::KIND
+    }
+
+    fn params(&self) -> Params {
+        Params::of(self.0.as_ref())
+    }
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        self.0.validate()
+    }
+
+    fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
+        let input = crate::stages::single_input(inputs, L::KIND)?;
+        Ok(Box::new(LayerStream {
+            upstream: input.open()?,
+            spec: Arc::clone(&self.0),
+            layer: self
+                .0
+                .layer()
+                .map_err(|e| ctx.stream_error(Error::invalid(format!("{}: {e}", L::KIND))))?,
+            ctx: ctx.clone(),
+        }))
+    }
+
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        // One output per input: skipping outputs skips inputs (under the fail policy; under
+        // skip a failed element changes the count, so the outputs are replayed).
+        if ctx.error_policy() != crate::options::ErrorPolicy::Fail {
+            let mut stream = self.build(inputs, ctx)?;
+            let skipped = crate::run::discard(&mut stream, skip)?;
+            return Ok((stream, skipped));
+        }
+        let input = crate::stages::single_input(inputs, L::KIND)?.skipping(skip);
+        let stream = self.build(std::slice::from_ref(&input), ctx)?;
+        Ok((stream, input.skipped()))
+    }
+
+    fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
+        Ok(())
+    }
+}
+
+struct LayerStream<L> {
+    upstream: BoxStream,
+    spec: Arc<L>,
+    layer: LayerFn,
+    ctx: BuildContext,
+}
+
+impl<L: FeatureLayer> ElementStream for LayerStream<L> {
+    fn next(&mut self) -> Option<Result<Element>> {
+        loop {
+            let mut e = match self.upstream.next()? {
+                Ok(e) => e,
+                Err(err) => return Some(Err(err)),
+            };
+            match apply(self.spec.as_ref(), &self.layer, &e) {
+                Ok(t) => {
+                    let name = self.spec.output().unwrap_or(self.spec.input());
+                    e.insert(name, Value::Dense(t));
+                    return Some(Ok(e));
+                }
+                Err(err) => {
+                    if let Some(err) = self.ctx.on_element_error(&e, err) {
+                        return Some(Err(err));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The layer's output for element `e`, or an error naming the feature.
+fn apply<L: FeatureLayer>(spec: &L, layer: &LayerFn, e: &Element) -> Result<Tensor> {
+    let name = spec.input();
+    let value = e.get(name).ok_or_else(|| {
+        Error::data_of(
+            name,
+            format!(
+                "{}: no feature `{name}` (the element has {})",
+                L::KIND,
+                e.names()
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    })?;
+    let Value::Dense(t) = value else {
+        return Err(Error::data_of(
+            name,
+            format!(
+                "{}: feature `{name}` is ragged (a batch of rows of different lengths): \
+                 pad it first (`padded_batch`)",
+                L::KIND
+            ),
+        ));
+    };
+    layer(t).map_err(|err| Error::data_of(name, format!("{}: feature `{name}`: {err}", L::KIND)))
+}
+
+/// The `input` of a spec: a feature name that is not empty.
+pub(crate) fn check_input(kind: &str, input: &str) -> std::result::Result<(), Invalid> {
+    if input.is_empty() {
+        return Err(Invalid::at(
+            "input",
+            format!("{kind}: `input` names no feature"),
+        ));
+    }
+    Ok(())
+}
+
+/// An error for a feature of a dtype the layer does not take.
+pub(crate) fn wrong_dtype(t: &Tensor, wants: &str) -> Error {
+    Error::invalid(format!(
+        "a {} tensor, where the layer takes {wants}",
+        t.dtype().tf_name()
+    ))
+}
