@@ -46,6 +46,7 @@ use crate::invalid::Invalid;
 use crate::pipeline_file::{NoPluginLoader, PluginLoader, PluginStageSpec};
 use crate::stages::batch::BatchSpec;
 use crate::stages::cache::CacheSpec;
+use crate::stages::filter::FilterSpec;
 use crate::stages::image_ops::ImageOpsSpec;
 use crate::stages::interleave::InterleaveSpec;
 use crate::stages::padded_batch::PaddedBatchSpec;
@@ -67,6 +68,7 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<ShardSpec>(),
     StageKind::of::<InterleaveSpec>(),
     StageKind::of::<ParseExampleSpec>(),
+    StageKind::of::<FilterSpec>(),
     StageKind::of::<ShuffleSpec>(),
     StageKind::of::<RepeatSpec>(),
     StageKind::of::<TakeSpec>(),
