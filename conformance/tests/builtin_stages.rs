@@ -13,6 +13,7 @@
 //! | prefetch | ✓ | | ✓ | ✓ | ✓ |
 //! | cache (memory) | ✓ | | ✓ | | |
 //! | concatenate | ✓ | | ✓ | | ✓ |
+//! | Keras layers (`hashing`, `integer_lookup`, `discretization`), `filter` of pipeline files | ✓ | | ✓ | | ✓ |
 //!
 //! Shutdown (dropping the iterator joins every thread) is checked in `shutdown.rs`, alone in
 //! its binary. Stages over files and images (interleave, shard, parse_example, zip,
@@ -155,6 +156,58 @@ proptest! {
         prop_assert_eq!(check_deterministic(concat, p.n, p.seed), Ok(()));
         if p.n > 0 {
             prop_assert_eq!(check_error_propagation(concat, p.n, p.n - 1, reference), Ok(()));
+        }
+    }
+
+    /// A Keras layer (here `hashing`, replacing the feature) is one output per input, in
+    /// order, the same for a seed, and passes errors through in place.
+    #[test]
+    fn hashing_layer(p: StageParams) {
+        let stage = |ds: Dataset| ds.preprocess(HashingSpec::new("value", 7));
+        let bins = |v: &[i64]| v.iter().map(|x| to_hash_bucket_fast(x.to_string().as_bytes(), 7) as i64).collect();
+        prop_assert_eq!(check_ordered(stage, p.n, bins), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(stage, p.n, p.n / 2, bins), Ok(()));
+        }
+    }
+
+    #[test]
+    fn lookup_and_discretization_layers(p: StageParams) {
+        let stage = |ds: Dataset| {
+            ds.preprocess(IntegerLookupSpec { num_oov_indices: 2, ..IntegerLookupSpec::new("value", vec![3, 1, 4]) })
+        };
+        let index = |v: &[i64]| v.iter().map(|&x| match x { 3 => 2, 1 => 3, 4 => 4, x => x % 2 }).collect();
+        prop_assert_eq!(check_ordered(stage, p.n, index), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        let buckets = |ds: Dataset| ds.preprocess(DiscretizationSpec {
+            input: "value".into(), output: None, bin_boundaries: vec![2.0, 10.0],
+        });
+        let expect = |v: &[i64]| v.iter().map(|&x| i64::from(x >= 2) + i64::from(x >= 10)).collect::<Vec<i64>>();
+        // Discretization writes int32: compared through the i64 view of the reference.
+        let got: Vec<i64> = buckets(Dataset::range(0, p.n)).collect().unwrap().iter()
+            .map(|e| match e.tensor("value").unwrap().data() {
+                sluice_core::TensorData::I32(v) => i64::from(v[0]),
+                other => panic!("{other:?}"),
+            }).collect();
+        let want = expect(&(0..p.n).collect::<Vec<_>>());
+        prop_assert_eq!(got, want);
+    }
+
+    /// `filter` as a pipeline file writes it: the elements it keeps, in order, and errors
+    /// passed through.
+    #[test]
+    fn filter_of_pipeline_files(p: StageParams) {
+        let spec: FilterSpec = serde_json::from_value(serde_json::json!({
+            "feature": "value", "not_in": [4, 5], "ge": 2,
+            "num_parallel": serde_json::to_value(p.parallel).unwrap(),
+        })).unwrap();
+        let stage = move |ds: Dataset| sluice_core::registry::StageSpec::new(spec.clone()).append_to(&ds).unwrap();
+        let kept = |v: &[i64]| v.iter().copied().filter(|&x| x >= 2 && x != 4 && x != 5).collect();
+        prop_assert_eq!(check_ordered(&stage, p.n, kept), Ok(()));
+        prop_assert_eq!(check_deterministic(&stage, p.n, p.seed), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(&stage, p.n, p.n - 1, kept), Ok(()));
         }
     }
 }
