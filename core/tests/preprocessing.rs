@@ -116,12 +116,33 @@ fn every_layer_matches_keras_bit_for_bit() {
         let what = format!("{layer} {} {}", case["name"], case["config"]);
         let mut config = case["config"].as_object().unwrap().clone();
         config.insert("kind".into(), json!(snake(layer)));
-        config.insert("input".into(), json!("x"));
+        let mut element = Element::new(ElementId::new(0, 0));
+        match case.get("inputs") {
+            // A layer of several inputs (hashed_crossing): x, x1, x2, ... written to x.
+            Some(inputs) => {
+                let names: Vec<String> = (0..inputs.as_array().unwrap().len())
+                    .map(|k| {
+                        if k == 0 {
+                            "x".to_string()
+                        } else {
+                            format!("x{k}")
+                        }
+                    })
+                    .collect();
+                for (name, t) in names.iter().zip(inputs.as_array().unwrap()) {
+                    element = element.with(name, tensor(t));
+                }
+                config.insert("inputs".into(), json!(names));
+                config.insert("output".into(), json!("x"));
+            }
+            None => {
+                config.insert("input".into(), json!("x"));
+                element = element.with("x", tensor(&case["input"]));
+            }
+        }
         let spec =
             StageSpec::from_json(Json::Object(config)).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let input = tensor(&case["input"]);
-        let source =
-            Dataset::from_elements(vec![Element::new(ElementId::new(0, 0)).with("x", input)]);
+        let source = Dataset::from_elements(vec![element]);
         let ds = spec.append_to(&source).unwrap();
         let got: Vec<_> = ds.iter().unwrap().collect();
         match (&case.get("output"), got.into_iter().next().unwrap()) {

@@ -429,6 +429,14 @@ class Pipeline:
         return self.stage("category_encoding", input=input, output=output,
                           num_tokens=num_tokens, output_mode=output_mode)
 
+    def hashed_crossing(self, inputs: Sequence[str], output: str, num_bins: int,
+                        output_mode: str = "int") -> "Pipeline":
+        """``keras.layers.HashedCrossing``: the features ``inputs`` crossed into
+        ``num_bins`` bins (TensorFlow's ``FingerprintCat64``), written to ``output``
+        (int64, or ``output_mode="one_hot"``)."""
+        return self.stage("hashed_crossing", inputs=list(inputs), output=output,
+                          num_bins=num_bins, output_mode=output_mode)
+
     def repeat(self, count: Optional[int] = None) -> "Pipeline":
         """Repeats the input ``count`` times (``None``: forever), reshuffling each pass."""
         return self.stage("repeat", count=count)

@@ -53,8 +53,8 @@ use crate::stages::padded_batch::PaddedBatchSpec;
 use crate::stages::parse_example::ParseExampleSpec;
 use crate::stages::prefetch::PrefetchSpec;
 use crate::stages::preprocessing::{
-    CategoryEncodingSpec, DiscretizationSpec, HashingSpec, IntegerLookupSpec, NormalizationSpec,
-    StringLookupSpec,
+    CategoryEncodingSpec, DiscretizationSpec, HashedCrossingSpec, HashingSpec, IntegerLookupSpec,
+    NormalizationSpec, StringLookupSpec,
 };
 use crate::stages::repeat::RepeatSpec;
 use crate::stages::shard::ShardSpec;
@@ -86,6 +86,7 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<StringLookupSpec>(),
     StageKind::of::<IntegerLookupSpec>(),
     StageKind::of::<CategoryEncodingSpec>(),
+    StageKind::of::<HashedCrossingSpec>(),
 ];
 
 /// A stage as a front end writes it: a serde spec with its kind.

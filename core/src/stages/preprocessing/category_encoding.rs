@@ -1,7 +1,5 @@
 //! `category_encoding`: Keras's `CategoryEncoding` layer.
 
-use std::sync::Arc;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -86,11 +84,11 @@ impl FeatureLayer for CategoryEncodingSpec {
 
     fn layer(&self) -> Result<LayerFn> {
         let (depth, mode) = (self.num_tokens, self.output_mode);
-        Ok(Arc::new(move |t: &Tensor| encode(t, depth, mode)))
+        Ok(super::one_input(move |t: &Tensor| encode(t, depth, mode)))
     }
 }
 
-fn encode(t: &Tensor, depth: usize, mode: EncodingMode) -> Result<Tensor> {
+pub(crate) fn encode(t: &Tensor, depth: usize, mode: EncodingMode) -> Result<Tensor> {
     let values: Vec<i64> = match t.data() {
         TensorData::I64(v) => v.to_vec(),
         TensorData::I32(v) => v.iter().map(|&x| i64::from(x)).collect(),

@@ -1,7 +1,5 @@
 //! `discretization`: Keras's `Discretization` layer with given bin boundaries.
 
-use std::sync::Arc;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -68,7 +66,7 @@ impl FeatureLayer for DiscretizationSpec {
     fn layer(&self) -> Result<LayerFn> {
         // Keras compares in float32 (the boundaries are cast to the input's float type).
         let bounds: Vec<f32> = self.bin_boundaries.iter().map(|&b| b as f32).collect();
-        Ok(Arc::new(move |t: &Tensor| {
+        Ok(super::one_input(move |t: &Tensor| {
             // Boundaries at or below `x` (NaN compares below none: past the last bucket).
             let bucket = |x: f32| -> i32 {
                 if x.is_nan() {

@@ -3,8 +3,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use std::sync::Arc;
-
 use super::{FeatureLayer, LayerFn, check_input};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -141,7 +139,7 @@ impl FeatureLayer for HashingSpec {
 
     fn layer(&self) -> Result<LayerFn> {
         let spec = self.clone();
-        Ok(Arc::new(move |t| spec.call(t)))
+        Ok(super::one_input(move |t| spec.call(t)))
     }
 }
 

@@ -9,7 +9,6 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::hashing::{Salt, to_hash_bucket_fast, to_hash_bucket_strong};
-use std::sync::Arc;
 
 use super::{FeatureLayer, LayerFn, check_input, wrong_dtype};
 use crate::dataset::Dataset;
@@ -366,7 +365,7 @@ macro_rules! lookup_layer {
 
             fn layer(&self) -> Result<LayerFn> {
                 let lookup = Lookup::<$t>::new(self)?;
-                Ok(Arc::new(move |t| lookup.call(t)))
+                Ok(super::one_input(move |t| lookup.call(t)))
             }
         }
     };

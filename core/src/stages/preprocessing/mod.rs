@@ -16,9 +16,11 @@
 //! | [`normalization`](NormalizationSpec) | `Normalization` | `float32` `(x - mean) / max(sqrt(variance), 1e-7)` |
 //! | [`discretization`](DiscretizationSpec) | `Discretization` | `int32` bucket indices |
 //! | [`category_encoding`](CategoryEncodingSpec) | `CategoryEncoding` | `float32` one-hot, multi-hot or counts |
+//! | [`hashed_crossing`](HashedCrossingSpec) | `HashedCrossing` | `int64` bins of crossed features (or one-hot) |
 
 mod category_encoding;
 mod discretization;
+mod hashed_crossing;
 mod hashing;
 mod lookup;
 mod normalization;
@@ -27,6 +29,7 @@ use std::sync::Arc;
 
 pub use category_encoding::{CategoryEncodingSpec, EncodingMode};
 pub use discretization::DiscretizationSpec;
+pub use hashed_crossing::{CrossingMode, HashedCrossingSpec, fingerprint_cat64};
 pub use hashing::{
     HashingSpec, Salt, Token, fingerprint64, to_hash_bucket_fast, to_hash_bucket_strong,
 };
@@ -48,8 +51,14 @@ use crate::tensor::Tensor;
 
 /// A Keras preprocessing layer on one feature: what every stage of this module is.
 pub trait FeatureLayer: Spec {
-    /// The feature read.
+    /// The feature read (the first, when the layer reads several).
     fn input(&self) -> &str;
+
+    /// The features read after [`input`](FeatureLayer::input), for layers of several
+    /// (`hashed_crossing`). Default: none.
+    fn more_inputs(&self) -> &[String] {
+        &[]
+    }
 
     /// The feature written (`None`: the input, replaced).
     fn output(&self) -> Option<&str>;
@@ -59,8 +68,13 @@ pub trait FeatureLayer: Spec {
     fn layer(&self) -> Result<LayerFn>;
 }
 
-/// A layer ready to call: the value in, the layer's output out.
-pub type LayerFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+/// A layer ready to call: the values of its inputs in, the layer's output out.
+pub type LayerFn = Arc<dyn Fn(&[&Tensor]) -> Result<Tensor> + Send + Sync>;
+
+/// A [`LayerFn`] of a layer of one input.
+pub fn one_input(f: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static) -> LayerFn {
+    Arc::new(move |args: &[&Tensor]| f(args[0]))
+}
 
 impl Dataset {
     /// Runs the Keras preprocessing layer `layer` on every element (see
@@ -155,13 +169,22 @@ impl<L: FeatureLayer> ElementStream for LayerStream<L> {
 
 /// The layer's output for element `e`, or an error naming the feature.
 fn apply<L: FeatureLayer>(spec: &L, layer: &LayerFn, e: &Element) -> Result<Tensor> {
+    let mut args = Vec::with_capacity(1 + spec.more_inputs().len());
+    for name in std::iter::once(spec.input()).chain(spec.more_inputs().iter().map(String::as_str)) {
+        args.push(feature(e, name, L::KIND)?);
+    }
     let name = spec.input();
+    layer(&args)
+        .map_err(|err| Error::data_of(name, format!("{}: feature `{name}`: {err}", L::KIND)))
+}
+
+/// The dense tensor of feature `name` of `e`, or an error naming it.
+fn feature<'e>(e: &'e Element, name: &str, kind: &str) -> Result<&'e Tensor> {
     let value = e.get(name).ok_or_else(|| {
         Error::data_of(
             name,
             format!(
-                "{}: no feature `{name}` (the element has {})",
-                L::KIND,
+                "{kind}: no feature `{name}` (the element has {})",
                 e.names()
                     .iter()
                     .map(|n| format!("`{n}`"))
@@ -170,17 +193,16 @@ fn apply<L: FeatureLayer>(spec: &L, layer: &LayerFn, e: &Element) -> Result<Tens
             ),
         )
     })?;
-    let Value::Dense(t) = value else {
-        return Err(Error::data_of(
+    match value {
+        Value::Dense(t) => Ok(t),
+        Value::Ragged(_) => Err(Error::data_of(
             name,
             format!(
-                "{}: feature `{name}` is ragged (a batch of rows of different lengths): \
-                 pad it first (`padded_batch`)",
-                L::KIND
+                "{kind}: feature `{name}` is ragged (a batch of rows of different lengths): \
+                 pad it first (`padded_batch`)"
             ),
-        ));
-    };
-    layer(t).map_err(|err| Error::data_of(name, format!("{}: feature `{name}`: {err}", L::KIND)))
+        )),
+    }
 }
 
 /// The `input` of a spec: a feature name that is not empty.

@@ -1,7 +1,5 @@
 //! `normalization`: Keras's `Normalization` layer with a given mean and variance.
 
-use std::sync::Arc;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -109,7 +107,7 @@ impl FeatureLayer for NormalizationSpec {
             .map(|v| v.sqrt().max(EPSILON))
             .collect();
         let invert = self.invert;
-        Ok(Arc::new(move |t: &Tensor| {
+        Ok(super::one_input(move |t: &Tensor| {
             let x: Vec<f32> = match t.data() {
                 TensorData::F32(v) => v.to_vec(),
                 TensorData::F64(v) => v.iter().map(|&x| x as f32).collect(),
