@@ -437,6 +437,23 @@ class Pipeline:
         return self.stage("hashed_crossing", inputs=list(inputs), output=output,
                           num_bins=num_bins, output_mode=output_mode)
 
+    def text_vectorization(self, input: str, vocabulary: Any,
+                           standardize: Optional[str] = "lower_and_strip_punctuation",
+                           split: Optional[str] = "whitespace", ngrams: Any = None,
+                           output_mode: str = "int",
+                           output_sequence_length: Optional[int] = None,
+                           output: Optional[str] = None) -> "Pipeline":
+        """``keras.layers.TextVectorization`` with a vocabulary (a list, or a file of one
+        token per line): int64 token indices padded to ``output_sequence_length`` (or to the
+        batch's longest text), or ``multi_hot`` / ``count`` vectors. ``standardize=None`` and
+        ``split=None`` as in Keras."""
+        return self.stage("text_vectorization", input=input, output=output,
+                          vocabulary=_vocabulary(vocabulary),
+                          standardize="none" if standardize is None else standardize,
+                          split="none" if split is None else split,
+                          ngrams=_plain(ngrams), output_mode=output_mode,
+                          output_sequence_length=output_sequence_length)
+
     def repeat(self, count: Optional[int] = None) -> "Pipeline":
         """Repeats the input ``count`` times (``None``: forever), reshuffling each pass."""
         return self.stage("repeat", count=count)

@@ -21,6 +21,7 @@ METHODS = {
     "Normalization": "normalization",
     "Discretization": "discretization",
     "CategoryEncoding": "category_encoding",
+    "TextVectorization": "text_vectorization",
 }
 
 

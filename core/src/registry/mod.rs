@@ -54,7 +54,7 @@ use crate::stages::parse_example::ParseExampleSpec;
 use crate::stages::prefetch::PrefetchSpec;
 use crate::stages::preprocessing::{
     CategoryEncodingSpec, DiscretizationSpec, HashedCrossingSpec, HashingSpec, IntegerLookupSpec,
-    NormalizationSpec, StringLookupSpec,
+    NormalizationSpec, StringLookupSpec, TextVectorizationSpec,
 };
 use crate::stages::repeat::RepeatSpec;
 use crate::stages::shard::ShardSpec;
@@ -87,6 +87,7 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<IntegerLookupSpec>(),
     StageKind::of::<CategoryEncodingSpec>(),
     StageKind::of::<HashedCrossingSpec>(),
+    StageKind::of::<TextVectorizationSpec>(),
 ];
 
 /// A stage as a front end writes it: a serde spec with its kind.

@@ -28,6 +28,33 @@ pub enum Vocabulary<T> {
     File(String),
 }
 
+/// The tokens of `vocabulary`, read from its file when it is one (lines split at `\n`, a
+/// `\r` before it dropped, a last empty line ignored).
+pub(crate) fn read_vocabulary<T: LookupToken>(vocabulary: &Vocabulary<T>) -> Result<Vec<T>> {
+    match vocabulary {
+        Vocabulary::Tokens(t) => Ok(t.clone()),
+        Vocabulary::File(path) => {
+            let bytes = std::fs::read(path).map_err(|error| Error::Io {
+                path: path.into(),
+                error,
+            })?;
+            let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+            if lines.last().is_some_and(|l| l.is_empty()) {
+                lines.pop();
+            }
+            lines
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let l = l.strip_suffix(b"\r").unwrap_or(l);
+                    T::parse_line(l)
+                        .map_err(|m| Error::data(format!("{path}: line {}: {m}", i + 1)))
+                })
+                .collect()
+        }
+    }
+}
+
 /// How integer out-of-vocabulary values are spread over several OOV indices.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -165,28 +192,7 @@ impl<T: LookupToken> LookupSpec<T> {
 
     /// The vocabulary's tokens (read from its file when it is one).
     fn tokens(&self) -> Result<Vec<T>> {
-        match &self.vocabulary {
-            Vocabulary::Tokens(t) => Ok(t.clone()),
-            Vocabulary::File(path) => {
-                let bytes = std::fs::read(path).map_err(|error| Error::Io {
-                    path: path.into(),
-                    error,
-                })?;
-                let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
-                if lines.last().is_some_and(|l| l.is_empty()) {
-                    lines.pop();
-                }
-                lines
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, l)| {
-                        let l = l.strip_suffix(b"\r").unwrap_or(l);
-                        T::parse_line(l)
-                            .map_err(|m| Error::data(format!("{path}: line {}: {m}", i + 1)))
-                    })
-                    .collect()
-            }
-        }
+        read_vocabulary(&self.vocabulary)
     }
 
     /// Token → index, checked (no duplicates, no special token inside).

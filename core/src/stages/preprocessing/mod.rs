@@ -17,6 +17,7 @@
 //! | [`discretization`](DiscretizationSpec) | `Discretization` | `int32` bucket indices |
 //! | [`category_encoding`](CategoryEncodingSpec) | `CategoryEncoding` | `float32` one-hot, multi-hot or counts |
 //! | [`hashed_crossing`](HashedCrossingSpec) | `HashedCrossing` | `int64` bins of crossed features (or one-hot) |
+//! | [`text_vectorization`](TextVectorizationSpec) | `TextVectorization` | `int64` padded token indices, or multi-hot / count vectors |
 
 mod category_encoding;
 mod discretization;
@@ -24,6 +25,7 @@ mod hashed_crossing;
 mod hashing;
 mod lookup;
 mod normalization;
+mod text_vectorization;
 
 use std::sync::Arc;
 
@@ -37,6 +39,7 @@ pub use lookup::{
     IntegerLookupSpec, LookupSpec, LookupToken, OovMethod, StringLookupSpec, Vocabulary,
 };
 pub use normalization::{NormalizationSpec, Stat};
+pub use text_vectorization::{Ngrams, Standardize, TextOutput, TextSplit, TextVectorizationSpec};
 
 use crate::dataset::Dataset;
 use crate::element::{Element, Value};

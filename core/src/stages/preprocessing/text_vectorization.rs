@@ -1,0 +1,325 @@
+//! `text_vectorization`: Keras's `TextVectorization` layer with a given vocabulary.
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::lookup::Vocabulary;
+use super::{FeatureLayer, LayerFn, check_input, one_input, wrong_dtype};
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::invalid::Invalid;
+use crate::registry::{AppendContext, Spec};
+use crate::tensor::{Tensor, TensorData};
+
+/// How text is standardized before it is split.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Standardize {
+    /// ASCII letters lowercased, then ASCII punctuation removed (the default).
+    #[default]
+    LowerAndStripPunctuation,
+    /// ASCII letters lowercased (as `tf.strings.lower`: other letters are kept).
+    Lower,
+    /// ASCII punctuation removed.
+    StripPunctuation,
+    /// Left as it is (TOML cannot write `None`: this is Keras's `standardize=None`).
+    None,
+}
+
+/// How text is split into tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TextSplit {
+    /// At runs of ASCII white space (the default).
+    #[default]
+    Whitespace,
+    /// Into Unicode characters.
+    Character,
+    /// Not split: each string is one token.
+    None,
+}
+
+/// What the layer outputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TextOutput {
+    /// Token indices, padded with 0 (the default).
+    #[default]
+    Int,
+    /// One vector per text: 1 where it holds the token (index 0: any OOV token).
+    MultiHot,
+    /// One vector per text: how often it holds each token.
+    Count,
+}
+
+/// N-grams: up to `n`, or these widths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Ngrams {
+    /// Widths 1 to `n`.
+    UpTo(usize),
+    /// These widths.
+    Widths(Vec<usize>),
+}
+
+/// Turns text into token indices as `keras.layers.TextVectorization` with a vocabulary:
+/// standardized (`lower_and_strip_punctuation` by default: ASCII letters lowercased, ASCII
+/// punctuation removed), split (at ASCII white space, or into characters), n-grams
+/// appended (width after width, joined by a space), then looked up (`""` is 0, an unknown
+/// token `1`, the vocabulary from 2). `output_mode = "int"` pads with 0 or cuts to
+/// `output_sequence_length` (without one, a batch pads to its longest text);
+/// `"multi_hot"` and `"count"` give one vector per text over `[OOV] + vocabulary`. A scalar
+/// is one text; a batch of texts is `[n]` or `[n, 1]`. Output: `int64`.
+///
+/// ```toml
+/// [[stage]]
+/// kind = "text_vectorization"
+/// input = "review"
+/// vocabulary = "vocab.txt"
+/// output_sequence_length = 200
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TextVectorizationSpec {
+    /// The feature read (strings).
+    pub input: String,
+    /// The feature written (default: `input`, replaced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The vocabulary: tokens, or a file of one per line.
+    pub vocabulary: Vocabulary<String>,
+    /// How text is standardized (default `lower_and_strip_punctuation`; `"none"`, or
+    /// `null` in JSON, as Keras's `None`).
+    #[serde(default, deserialize_with = "null_is_none")]
+    pub standardize: Standardize,
+    /// How it is split (default `whitespace`; `"none"` or `null`: not split).
+    #[serde(default, deserialize_with = "null_is_none")]
+    pub split: TextSplit,
+    /// N-grams to add (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ngrams: Option<Ngrams>,
+    /// `int` (default), `multi_hot` or `count`.
+    #[serde(default)]
+    pub output_mode: TextOutput,
+    /// `int`: the length every sequence is padded or cut to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_sequence_length: Option<usize>,
+}
+
+impl Spec for TextVectorizationSpec {
+    const KIND: &'static str = "text_vectorization";
+    const SUMMARY: &'static str =
+        "text to padded token indices or bag-of-words vectors (Keras `TextVectorization`)";
+
+    fn validate(&self) -> std::result::Result<(), Invalid> {
+        check_input(Self::KIND, &self.input)?;
+        if let Some(Ngrams::UpTo(0)) = self.ngrams {
+            return Err(Invalid::at(
+                "ngrams",
+                "text_vectorization: `ngrams` must be at least 1",
+            ));
+        }
+        if let Some(Ngrams::Widths(w)) = &self.ngrams
+            && w.contains(&0)
+        {
+            return Err(Invalid::at(
+                "ngrams",
+                "text_vectorization: an n-gram width of 0",
+            ));
+        }
+        if self.output_sequence_length.is_some() && self.output_mode != TextOutput::Int {
+            return Err(Invalid::at(
+                "output_sequence_length",
+                "text_vectorization: `output_sequence_length` is for `output_mode = \"int\"`",
+            ));
+        }
+        Ok(())
+    }
+
+    fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> Result<Dataset> {
+        Ok(input.preprocess(self.clone()))
+    }
+}
+
+/// Keras's `None` (JSON `null`) as the enum's `None` variant.
+fn null_is_none<'de, D, T>(d: D) -> std::result::Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + NoneVariant,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_else(T::none))
+}
+
+/// An enum with a variant for Keras's `None`.
+trait NoneVariant {
+    fn none() -> Self;
+}
+
+impl NoneVariant for Standardize {
+    fn none() -> Self {
+        Standardize::None
+    }
+}
+
+impl NoneVariant for TextSplit {
+    fn none() -> Self {
+        TextSplit::None
+    }
+}
+
+/// A vectorizer ready to run.
+struct Vectorizer {
+    spec: TextVectorizationSpec,
+    /// Token → index (from 2).
+    table: HashMap<Vec<u8>, i64>,
+    widths: Vec<usize>,
+}
+
+impl Vectorizer {
+    fn standardize(&self, text: &[u8]) -> Vec<u8> {
+        let (lower, strip) = match self.spec.standardize {
+            Standardize::LowerAndStripPunctuation => (true, true),
+            Standardize::Lower => (true, false),
+            Standardize::StripPunctuation => (false, true),
+            Standardize::None => (false, false),
+        };
+        text.iter()
+            .filter(|b| !(strip && b.is_ascii_punctuation()))
+            .map(|&b| if lower { b.to_ascii_lowercase() } else { b })
+            .collect()
+    }
+
+    /// The tokens of one text (n-grams included).
+    fn tokens(&self, text: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let text = self.standardize(text);
+        let words: Vec<Vec<u8>> = match self.spec.split {
+            TextSplit::Whitespace => text
+                .split(|b| b.is_ascii_whitespace() || *b == 0x0b)
+                .filter(|w| !w.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect(),
+            TextSplit::Character => std::str::from_utf8(&text)
+                .map_err(|_| Error::invalid("a text that is not UTF-8 (split = \"character\")"))?
+                .chars()
+                .map(|c| c.to_string().into_bytes())
+                .collect(),
+            TextSplit::None => vec![text],
+        };
+        if self.widths.is_empty() {
+            return Ok(words);
+        }
+        let mut out = Vec::new();
+        for &w in &self.widths {
+            for gram in words.windows(w) {
+                out.push(gram.join(&b' '));
+            }
+        }
+        Ok(out)
+    }
+
+    fn index(&self, token: &[u8]) -> i64 {
+        if token.is_empty() {
+            return 0;
+        }
+        self.table.get(token).copied().unwrap_or(1)
+    }
+
+    fn call(&self, t: &Tensor) -> Result<Tensor> {
+        let TensorData::Bytes(texts) = t.data() else {
+            return Err(wrong_dtype(t, "strings"));
+        };
+        let shape = t.shape();
+        let scalar = shape.is_empty();
+        if shape.len() > 2 || (shape.len() == 2 && shape[1] != 1) {
+            return Err(Error::invalid(format!(
+                "shape {shape:?}: one text per sample (a scalar, [n] or [n, 1])"
+            )));
+        }
+        let rows: Vec<Vec<i64>> = texts
+            .iter()
+            .map(|text| {
+                Ok(self
+                    .tokens(text)?
+                    .iter()
+                    .map(|tok| self.index(tok))
+                    .collect())
+            })
+            .collect::<Result<_>>()?;
+        let n = rows.len();
+        match self.spec.output_mode {
+            TextOutput::Int => {
+                let len = self
+                    .spec
+                    .output_sequence_length
+                    .unwrap_or_else(|| rows.iter().map(Vec::len).max().unwrap_or(0));
+                let mut out = vec![0i64; n * len];
+                for (r, row) in rows.iter().enumerate() {
+                    for (k, &i) in row.iter().take(len).enumerate() {
+                        out[r * len + k] = i;
+                    }
+                }
+                let shape = if scalar { vec![len] } else { vec![n, len] };
+                Ok(Tensor::new(&shape, TensorData::I64(out.into()))?)
+            }
+            mode => {
+                // Over [OOV] + vocabulary: index i of the lookup is column i - 1.
+                let depth = self.table.len() + 1;
+                let mut out = vec![0i64; n * depth];
+                for (r, row) in rows.iter().enumerate() {
+                    for &i in row {
+                        if i >= 1 {
+                            let cell = &mut out[r * depth + (i - 1) as usize];
+                            *cell = if mode == TextOutput::Count {
+                                *cell + 1
+                            } else {
+                                1
+                            };
+                        }
+                    }
+                }
+                let shape = if scalar { vec![depth] } else { vec![n, depth] };
+                Ok(Tensor::new(&shape, TensorData::I64(out.into()))?)
+            }
+        }
+    }
+}
+
+impl FeatureLayer for TextVectorizationSpec {
+    fn input(&self) -> &str {
+        &self.input
+    }
+
+    fn output(&self) -> Option<&str> {
+        self.output.as_deref()
+    }
+
+    fn layer(&self) -> Result<LayerFn> {
+        let tokens = super::lookup::read_vocabulary(&self.vocabulary)?;
+        let mut table = HashMap::new();
+        for (i, t) in tokens.into_iter().enumerate() {
+            if t.is_empty() {
+                return Err(Error::invalid(format!(
+                    "the vocabulary holds the mask token \"\" (at {i})"
+                )));
+            }
+            if table.insert(t.clone().into_bytes(), i as i64 + 2).is_some() {
+                return Err(Error::invalid(format!(
+                    "the vocabulary holds {t:?} twice (again at {i})"
+                )));
+            }
+        }
+        let widths = match &self.ngrams {
+            None => Vec::new(),
+            Some(Ngrams::UpTo(n)) => (1..=*n).collect(),
+            Some(Ngrams::Widths(w)) => w.clone(),
+        };
+        let v = Vectorizer {
+            spec: self.clone(),
+            table,
+            widths,
+        };
+        Ok(one_input(move |t| v.call(t)))
+    }
+}
