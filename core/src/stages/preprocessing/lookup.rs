@@ -1,6 +1,6 @@
 //! `string_lookup` and `integer_lookup`: Keras's `StringLookup` and `IntegerLookup`.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::Hash;
 
 use bytes::Bytes;
@@ -198,7 +198,7 @@ impl<T: LookupToken> LookupSpec<T> {
     /// Token → index, checked (no duplicates, no special token inside).
     fn table(&self) -> Result<HashMap<T, i64>> {
         let start = self.token_start();
-        let mut table = HashMap::new();
+        let mut table = HashMap::default();
         for (i, t) in self.tokens()?.into_iter().enumerate() {
             if self.mask_token.as_ref() == Some(&t) {
                 return Err(Error::invalid(format!(

@@ -1,6 +1,6 @@
 //! `text_vectorization`: Keras's `TextVectorization` layer with a given vocabulary.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -173,50 +173,84 @@ impl NoneVariant for TextSplit {
 struct Vectorizer {
     spec: TextVectorizationSpec,
     /// Token → index (from 2).
-    table: HashMap<Vec<u8>, i64>,
+    table: FxHashMap<Vec<u8>, i64>,
     widths: Vec<usize>,
 }
 
 impl Vectorizer {
-    fn standardize(&self, text: &[u8]) -> Vec<u8> {
+    fn standardize_into(&self, text: &[u8], out: &mut Vec<u8>) {
+        out.clear();
         let (lower, strip) = match self.spec.standardize {
             Standardize::LowerAndStripPunctuation => (true, true),
             Standardize::Lower => (true, false),
             Standardize::StripPunctuation => (false, true),
             Standardize::None => (false, false),
         };
-        text.iter()
-            .filter(|b| !(strip && b.is_ascii_punctuation()))
-            .map(|&b| if lower { b.to_ascii_lowercase() } else { b })
-            .collect()
+        out.extend(
+            text.iter()
+                .filter(|b| !(strip && b.is_ascii_punctuation()))
+                .map(|&b| if lower { b.to_ascii_lowercase() } else { b }),
+        );
     }
 
-    /// The tokens of one text (n-grams included).
-    fn tokens(&self, text: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let text = self.standardize(text);
-        let words: Vec<Vec<u8>> = match self.spec.split {
-            TextSplit::Whitespace => text
-                .split(|b| b.is_ascii_whitespace() || *b == 0x0b)
-                .filter(|w| !w.is_empty())
-                .map(<[u8]>::to_vec)
-                .collect(),
-            TextSplit::Character => std::str::from_utf8(&text)
-                .map_err(|_| Error::invalid("a text that is not UTF-8 (split = \"character\")"))?
-                .chars()
-                .map(|c| c.to_string().into_bytes())
-                .collect(),
-            TextSplit::None => vec![text],
-        };
-        if self.widths.is_empty() {
-            return Ok(words);
+    /// Calls `f` with each token of one text (n-grams included, after the words), in
+    /// order. `buf` and `words` are scratch space, reused across texts.
+    fn each_token(
+        &self,
+        text: &[u8],
+        buf: &mut Vec<u8>,
+        words: &mut Vec<(usize, usize)>,
+        mut f: impl FnMut(&[u8]),
+    ) -> Result<()> {
+        self.standardize_into(text, buf);
+        words.clear();
+        match self.spec.split {
+            TextSplit::Whitespace => {
+                let mut start = None;
+                for (i, &b) in buf.iter().enumerate() {
+                    // ASCII white space, as TensorFlow's `StringSplitV2` with no separator.
+                    let space = b == b' ' || (b'\t'..=b'\r').contains(&b);
+                    match (space, start) {
+                        (true, Some(s)) => {
+                            words.push((s, i));
+                            start = None;
+                        }
+                        (false, None) => start = Some(i),
+                        _ => {}
+                    }
+                }
+                if let Some(s) = start {
+                    words.push((s, buf.len()));
+                }
+            }
+            TextSplit::Character => {
+                let s = std::str::from_utf8(buf).map_err(|_| {
+                    Error::invalid("a text that is not UTF-8 (split = \"character\")")
+                })?;
+                words.extend(s.char_indices().map(|(i, c)| (i, i + c.len_utf8())));
+            }
+            TextSplit::None => words.push((0, buf.len())),
         }
-        let mut out = Vec::new();
+        if self.widths.is_empty() {
+            for &(a, b) in words.iter() {
+                f(&buf[a..b]);
+            }
+            return Ok(());
+        }
+        let mut gram = Vec::new();
         for &w in &self.widths {
-            for gram in words.windows(w) {
-                out.push(gram.join(&b' '));
+            for span in words.windows(w) {
+                gram.clear();
+                for (k, &(a, b)) in span.iter().enumerate() {
+                    if k > 0 {
+                        gram.push(b' ');
+                    }
+                    gram.extend_from_slice(&buf[a..b]);
+                }
+                f(&gram);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn index(&self, token: &[u8]) -> i64 {
@@ -237,14 +271,13 @@ impl Vectorizer {
                 "shape {shape:?}: one text per sample (a scalar, [n] or [n, 1])"
             )));
         }
+        let (mut buf, mut words) = (Vec::new(), Vec::new());
         let rows: Vec<Vec<i64>> = texts
             .iter()
             .map(|text| {
-                Ok(self
-                    .tokens(text)?
-                    .iter()
-                    .map(|tok| self.index(tok))
-                    .collect())
+                let mut row = Vec::new();
+                self.each_token(text, &mut buf, &mut words, |tok| row.push(self.index(tok)))?;
+                Ok(row)
             })
             .collect::<Result<_>>()?;
         let n = rows.len();
@@ -297,7 +330,7 @@ impl FeatureLayer for TextVectorizationSpec {
 
     fn layer(&self) -> Result<LayerFn> {
         let tokens = super::lookup::read_vocabulary(&self.vocabulary)?;
-        let mut table = HashMap::new();
+        let mut table = FxHashMap::default();
         for (i, t) in tokens.into_iter().enumerate() {
             if t.is_empty() {
                 return Err(Error::invalid(format!(
