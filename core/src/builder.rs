@@ -380,6 +380,18 @@ impl Dataset {
         )
     }
 
+    /// Numbers the elements from `start` in the `int64` feature `index` (tf.data's
+    /// `enumerate`; see [`EnumerateSpec`](crate::stages::enumerate::EnumerateSpec)).
+    pub fn enumerate(&self, start: i64) -> Dataset {
+        Dataset::from_stage(
+            crate::stages::enumerate::EnumerateSpec {
+                start,
+                ..Default::default()
+            },
+            vec![self.clone()],
+        )
+    }
+
     /// Shuffles through a buffer of `buffer_size` elements, reshuffling each epoch.
     pub fn shuffle(&self, buffer_size: usize) -> Dataset {
         self.shuffle_with(ShuffleSpec::new(buffer_size))

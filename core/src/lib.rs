@@ -160,6 +160,7 @@ pub mod prelude {
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::cache::CacheSpec;
     pub use crate::stages::concatenate::ConcatenateSpec;
+    pub use crate::stages::enumerate::EnumerateSpec;
     pub use crate::stages::filter::{FilterSpec, Literal};
     pub use crate::stages::image_ops::{ImageOp, ImageOpsSpec, PadSpec, Resample};
     pub use crate::stages::interleave::InterleaveSpec;

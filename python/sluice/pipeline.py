@@ -454,6 +454,11 @@ class Pipeline:
                           ngrams=_plain(ngrams), output_mode=output_mode,
                           output_sequence_length=output_sequence_length)
 
+    def enumerate(self, start: int = 0, output: str = "index") -> "Pipeline":
+        """Numbers the elements from ``start`` in the int64 feature ``output``
+        (``tf.data.Dataset.enumerate``; a resumed run goes on counting)."""
+        return self.stage("enumerate", start=start, output=output)
+
     def repeat(self, count: Optional[int] = None) -> "Pipeline":
         """Repeats the input ``count`` times (``None``: forever), reshuffling each pass."""
         return self.stage("repeat", count=count)

@@ -46,6 +46,7 @@ use crate::invalid::Invalid;
 use crate::pipeline_file::{NoPluginLoader, PluginLoader, PluginStageSpec};
 use crate::stages::batch::BatchSpec;
 use crate::stages::cache::CacheSpec;
+use crate::stages::enumerate::EnumerateSpec;
 use crate::stages::filter::FilterSpec;
 use crate::stages::image_ops::ImageOpsSpec;
 use crate::stages::interleave::InterleaveSpec;
@@ -72,6 +73,7 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<ShuffleSpec>(),
     StageKind::of::<RepeatSpec>(),
     StageKind::of::<TakeSpec>(),
+    StageKind::of::<EnumerateSpec>(),
     StageKind::of::<SkipSpec>(),
     StageKind::of::<BatchSpec>(),
     StageKind::of::<PaddedBatchSpec>(),
