@@ -102,3 +102,23 @@ batch_size = 3
     (batch,) = list(sluice.Pipeline.from_toml(tmp_path / "p.toml", data=tmp_path))
     assert np.asarray(batch["city"]).tolist() == [2, 0, 1]
     assert np.asarray(batch["temp_n"]).tolist() == [1.0, -1.0, 0.0]
+
+
+def test_filter_and_enumerate_stages():
+    x = np.arange(10, dtype=np.int64)
+    p = (sluice.from_tensor_slices({"x": x})
+         .stage("filter", feature="x", **{"in": [1, 4, 7, 8]}, ge=4)
+         .enumerate(start=100))
+    rows = [(int(e["x"]), int(e["index"])) for e in p]
+    assert rows == [(4, 100), (7, 101), (8, 102)]
+    with pytest.raises(sluice.InvalidArgumentError):
+        sluice.from_tensor_slices({"x": x}).stage("filter", feature="x")
+
+
+def test_text_vectorization_from_a_vocabulary_file(tmp_path):
+    (tmp_path / "vocab.txt").write_text("the\ncat\nsat\n")
+    texts = np.array([b"The cat sat!", b"a cat"], dtype=object)
+    p = sluice.from_tensor_slices({"t": texts}).batch(2).text_vectorization(
+        "t", vocabulary=tmp_path / "vocab.txt", output_sequence_length=4)
+    (batch,) = list(p)
+    assert np.asarray(batch["t"]).tolist() == [[2, 3, 4, 0], [1, 3, 0, 0]]
