@@ -380,6 +380,12 @@ impl Dataset {
         )
     }
 
+    /// Windows of elements, each batched (tf.data's `window`; see
+    /// [`WindowSpec`](crate::stages::window::WindowSpec)).
+    pub fn window(&self, spec: crate::stages::window::WindowSpec) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
     /// Numbers the elements from `start` in the `int64` feature `index` (tf.data's
     /// `enumerate`; see [`EnumerateSpec`](crate::stages::enumerate::EnumerateSpec)).
     pub fn enumerate(&self, start: i64) -> Dataset {

@@ -183,6 +183,7 @@ pub mod prelude {
     pub use crate::stages::skip::SkipSpec;
     pub use crate::stages::take::TakeSpec;
     pub use crate::stages::unbatch::UnbatchSpec;
+    pub use crate::stages::window::WindowSpec;
     pub use crate::stages::zip::ZipSpec;
     pub use crate::{
         DType, Dataset, Element, ElementId, ErrorPolicy, NumParallel, Options, Result, Tensor,

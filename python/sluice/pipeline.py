@@ -454,6 +454,13 @@ class Pipeline:
                           ngrams=_plain(ngrams), output_mode=output_mode,
                           output_sequence_length=output_sequence_length)
 
+    def window(self, size: int, shift: Optional[int] = None, stride: int = 1,
+               drop_remainder: bool = False) -> "Pipeline":
+        """Windows of ``size`` elements every ``shift`` (default ``size``), every
+        ``stride``-th element, each batched (``tf.data.Dataset.window`` then ``batch``)."""
+        return self.stage("window", size=size, shift=shift, stride=stride,
+                          drop_remainder=drop_remainder)
+
     def enumerate(self, start: int = 0, output: str = "index") -> "Pipeline":
         """Numbers the elements from ``start`` in the int64 feature ``output``
         (``tf.data.Dataset.enumerate``; a resumed run goes on counting)."""

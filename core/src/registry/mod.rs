@@ -63,6 +63,7 @@ use crate::stages::shuffle::ShuffleSpec;
 use crate::stages::skip::SkipSpec;
 use crate::stages::take::TakeSpec;
 use crate::stages::unbatch::UnbatchSpec;
+use crate::stages::window::WindowSpec;
 
 /// Every stage kind a pipeline file can name, in the order of the reference.
 pub static STAGES: &[StageKind] = &[
@@ -78,6 +79,7 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<BatchSpec>(),
     StageKind::of::<PaddedBatchSpec>(),
     StageKind::of::<UnbatchSpec>(),
+    StageKind::of::<WindowSpec>(),
     StageKind::of::<CacheSpec>(),
     StageKind::of::<PrefetchSpec>(),
     StageKind::of::<ImageOpsSpec>(),

@@ -23,6 +23,7 @@ pub(crate) mod shuffle;
 pub(crate) mod skip;
 pub(crate) mod take;
 pub(crate) mod unbatch;
+pub(crate) mod window;
 pub(crate) mod zip;
 
 use crate::error::{Error, Result};
