@@ -276,3 +276,35 @@ fn a_vocabulary_file_reads_as_tensorflow_reads_it() {
         &[2, 3, 4, 1, 0]
     );
 }
+
+#[test]
+fn text_vectorization_in_parallel_gives_the_sequential_batches_in_order() {
+    let texts: Vec<Element> = (0..200)
+        .map(|i| {
+            let text = format!("The cat {} sat, on the mat {}!", i % 7, i % 3);
+            Element::new(ElementId::new(0, i))
+                .with("t", Tensor::scalar_bytes(text.into_bytes().into()))
+        })
+        .collect();
+    let spec = |threads: NumParallel| {
+        let mut s: TextVectorizationSpec = serde_json::from_value(json!({
+            "input": "t",
+            "vocabulary": ["the", "cat", "sat", "on", "mat", "1", "2"],
+            "output_sequence_length": 8,
+        }))
+        .unwrap();
+        s.num_parallel = threads;
+        s
+    };
+    let run = |threads| {
+        Dataset::from_elements(texts.clone())
+            .batch(16)
+            .preprocess(spec(threads))
+            .collect()
+            .unwrap()
+    };
+    let one = run(NumParallel::Sequential);
+    assert_eq!(one.len(), 13);
+    assert_eq!(run(NumParallel::Fixed(2)), one);
+    assert_eq!(run(NumParallel::Auto), one);
+}

@@ -308,3 +308,46 @@ fn parquet_and_arrow_fused_batches_equal_the_unfused_ones() {
     }
     assert!(ragged > 0, "some batches have ragged list columns");
 }
+
+/// Text lines (`\r\n`, no final newline, a line that is not UTF-8 with `utf8`): fused
+/// batches equal the unfused ones, errors and skips included.
+#[test]
+fn text_lines_fused_batches_equal_the_unfused_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("a.txt"),
+        b"one\r\ntwo\n\nthree\xff\nfour\nfive",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("b.txt"), b"six\nseven\n").unwrap();
+    std::fs::write(dir.path().join("c.txt"), b"").unwrap();
+    let files = format!("{}/*.txt", dir.path().display());
+    for utf8 in [false, true] {
+        for policy in [ErrorPolicy::Fail, ErrorPolicy::Skip] {
+            for size in [1, 2, 3, 4, 100] {
+                let make = |fused: bool| {
+                    Dataset::text_lines(
+                        [&files],
+                        TextLinesSpec {
+                            utf8,
+                            ..TextLinesSpec::default()
+                        },
+                    )
+                    .unwrap()
+                    .batch(size)
+                    .with_options(
+                        Options::default()
+                            .with_error_policy(policy)
+                            .with_map_and_batch_fusion(fused),
+                    )
+                };
+                let what = format!("utf8 {utf8} {policy:?} {size}");
+                assert!(is_fused(&make(true)), "{what}");
+                let (a, ea) = read(&make(true));
+                let (b, eb) = read(&make(false));
+                assert_eq!(a, b, "{what}");
+                assert_eq!(ea, eb, "{what}");
+            }
+        }
+    }
+}

@@ -442,17 +442,20 @@ class Pipeline:
                            split: Optional[str] = "whitespace", ngrams: Any = None,
                            output_mode: str = "int",
                            output_sequence_length: Optional[int] = None,
+                           num_parallel: NumParallel = None,
                            output: Optional[str] = None) -> "Pipeline":
         """``keras.layers.TextVectorization`` with a vocabulary (a list, or a file of one
         token per line): int64 token indices padded to ``output_sequence_length`` (or to the
         batch's longest text), or ``multi_hot`` / ``count`` vectors. ``standardize=None`` and
-        ``split=None`` as in Keras."""
+        ``split=None`` as in Keras. ``num_parallel``: threads (int, ``"auto"``), batches kept
+        in order."""
         return self.stage("text_vectorization", input=input, output=output,
                           vocabulary=_vocabulary(vocabulary),
                           standardize="none" if standardize is None else standardize,
                           split="none" if split is None else split,
                           ngrams=_plain(ngrams), output_mode=output_mode,
-                          output_sequence_length=output_sequence_length)
+                          output_sequence_length=output_sequence_length,
+                          num_parallel=num_parallel)
 
     def window(self, size: int, shift: Optional[int] = None, stride: int = 1,
                drop_remainder: bool = False) -> "Pipeline":

@@ -6,12 +6,15 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::element::Value;
 use crate::error::Result;
 use crate::invalid::Invalid;
 use crate::params::Params;
-use crate::sources::format::{FileFormat, OpenedFile, Opening, Record, RecordError, RecordReader};
+use crate::sources::format::{
+    Chunk, ChunkReader, ChunkRecords, FileFormat, OpenedFile, Opening, RecordError, RecordReader,
+};
 use crate::sources::storage::StorageSpec;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorData};
 use sluice_proto::tfrecord::Compression;
 
 /// Reads text files line by line, as `tf.data.TextLineDataset`: each line is an element
@@ -83,7 +86,21 @@ impl FileFormat for TextLinesSpec {
     }
 
     fn records(&self, file: OpenedFile) -> Result<Box<dyn RecordReader>> {
-        Ok(Box::new(Lines {
+        Ok(Box::new(ChunkRecords::new(self.lines(file), 64)))
+    }
+
+    fn reads_chunks(&self) -> bool {
+        true
+    }
+
+    fn open_chunks(&self, path: &str) -> Result<Box<dyn ChunkReader>> {
+        Ok(Box::new(self.lines(self.opening().open(path)?)))
+    }
+}
+
+impl TextLinesSpec {
+    fn lines(&self, file: OpenedFile) -> Lines {
+        Lines {
             input: file.input,
             name: Arc::from(self.name.as_str()),
             utf8: self.utf8,
@@ -91,10 +108,13 @@ impl FileFormat for TextLinesSpec {
             line: 0,
             buf: Vec::new(),
             done: false,
-        }))
+            pending: None,
+        }
     }
 }
 
+/// The lines of one file, read in chunks (each chunk's lines one column of byte strings,
+/// slices of one buffer).
 struct Lines {
     input: Box<dyn BufRead + Send>,
     name: Arc<str>,
@@ -105,61 +125,79 @@ struct Lines {
     line: u64,
     buf: Vec<u8>,
     done: bool,
+    /// A bad line met after the last chunk's: the next call's.
+    pending: Option<RecordError>,
 }
 
-impl RecordReader for Lines {
-    fn next_record(&mut self) -> Option<std::result::Result<Record, RecordError>> {
+impl ChunkReader for Lines {
+    fn next_chunk(&mut self, max: usize) -> Option<std::result::Result<Chunk, RecordError>> {
+        if let Some(bad) = self.pending.take() {
+            return Some(Err(bad));
+        }
         if self.done {
             return None;
         }
+        let (mut spans, mut offsets) = (Vec::new(), Vec::new());
         self.buf.clear();
-        let start = self.offset;
-        let n = match self.input.read_until(b'\n', &mut self.buf) {
-            Ok(n) => n,
-            Err(e) => {
+        while offsets.len() < max.max(1) {
+            let at = self.buf.len();
+            let start = self.offset;
+            let n = match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.done = true;
+                    self.buf.truncate(at);
+                    self.pending = Some(RecordError {
+                        offset: start,
+                        feature: None,
+                        message: format!("line {}: cannot read: {e}", self.line + 1),
+                        recoverable: false,
+                    });
+                    break;
+                }
+            };
+            if n == 0 {
                 self.done = true;
-                return Some(Err(RecordError {
-                    offset: start,
-                    feature: None,
-                    message: format!("line {}: cannot read: {e}", self.line + 1),
-                    recoverable: false,
-                }));
+                break;
             }
-        };
-        if n == 0 {
-            self.done = true;
-            return None;
-        }
-        self.offset += n as u64;
-        self.line += 1;
-        let mut end = self.buf.len();
-        if self.buf[end - 1] == b'\n' {
-            end -= 1;
-            if end > 0 && self.buf[end - 1] == b'\r' {
+            self.offset += n as u64;
+            self.line += 1;
+            let mut end = self.buf.len();
+            if self.buf[end - 1] == b'\n' {
                 end -= 1;
+                if end > at && self.buf[end - 1] == b'\r' {
+                    end -= 1;
+                }
             }
+            if self.utf8
+                && let Err(e) = std::str::from_utf8(&self.buf[at..end])
+            {
+                self.buf.truncate(at);
+                self.pending = Some(RecordError {
+                    offset: start,
+                    feature: Some(self.name.to_string()),
+                    message: format!(
+                        "line {} is not UTF-8: invalid byte at column {}",
+                        self.line,
+                        e.valid_up_to() + 1
+                    ),
+                    recoverable: true,
+                });
+                break;
+            }
+            spans.push((at, end));
+            offsets.push(start);
         }
-        let line = &self.buf[..end];
-        if self.utf8
-            && let Err(e) = std::str::from_utf8(line)
-        {
-            return Some(Err(RecordError {
-                offset: start,
-                feature: Some(self.name.to_string()),
-                message: format!(
-                    "line {} is not UTF-8: invalid byte at column {}",
-                    self.line,
-                    e.valid_up_to() + 1
-                ),
-                recoverable: true,
-            }));
+        if offsets.is_empty() {
+            return self.pending.take().map(Err);
         }
-        Some(Ok(Record {
-            offset: start,
-            features: vec![(
-                Arc::clone(&self.name),
-                Tensor::scalar_bytes(Bytes::copy_from_slice(line)),
-            )],
+        let data = Bytes::from(std::mem::take(&mut self.buf));
+        let lines: Vec<Bytes> = spans.iter().map(|&(a, b)| data.slice(a..b)).collect();
+        let column = Tensor::new(&[lines.len()], TensorData::Bytes(lines.into()))
+            .expect("one value per line");
+        Some(Ok(Chunk {
+            offsets,
+            columns: vec![(Arc::clone(&self.name), Value::Dense(column))],
         }))
     }
 }

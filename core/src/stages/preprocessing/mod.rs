@@ -44,12 +44,15 @@ pub use text_vectorization::{Ngrams, Standardize, TextOutput, TextSplit, TextVec
 use crate::dataset::Dataset;
 use crate::element::{Element, Value};
 use crate::error::{Error, Result};
+use crate::executor::parallel::WorkFn;
 use crate::invalid::Invalid;
+use crate::parallelism::NumParallel;
 use crate::params::Params;
 use crate::registry::Spec;
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
-use crate::stream::{BoxStream, ElementStream};
+use crate::stages::map::{MapSpec, run_elementwise};
+use crate::stream::BoxStream;
 use crate::tensor::Tensor;
 
 /// A Keras preprocessing layer on one feature: what every stage of this module is.
@@ -65,6 +68,12 @@ pub trait FeatureLayer: Spec {
 
     /// The feature written (`None`: the input, replaced).
     fn output(&self) -> Option<&str>;
+
+    /// Threads running the layer (default: sequential, on the consumer's thread); batches
+    /// stay in order.
+    fn num_parallel(&self) -> NumParallel {
+        NumParallel::Sequential
+    }
 
     /// The layer, ready to be called on a value (an element's, or a whole batch's): made
     /// once per run (a vocabulary file read, a table built), when the stage starts.
@@ -106,15 +115,29 @@ impl<L: FeatureLayer> Stage for LayerStage<L> {
 
     fn build(&self, inputs: &[Input], ctx: &BuildContext) -> Result<BoxStream> {
         let input = crate::stages::single_input(inputs, L::KIND)?;
-        Ok(Box::new(LayerStream {
-            upstream: input.open()?,
-            spec: Arc::clone(&self.0),
-            layer: self
-                .0
-                .layer()
-                .map_err(|e| ctx.stream_error(Error::invalid(format!("{}: {e}", L::KIND))))?,
-            ctx: ctx.clone(),
-        }))
+        let spec = Arc::clone(&self.0);
+        let layer = spec
+            .layer()
+            .map_err(|e| ctx.stream_error(Error::invalid(format!("{}: {e}", L::KIND))))?;
+        let drops = ctx.clone();
+        let work: WorkFn = Arc::new(
+            move |mut e: Element| match apply(spec.as_ref(), &layer, &e) {
+                Ok(t) => {
+                    let name = spec.output().unwrap_or(spec.input());
+                    e.insert(name, Value::Dense(t));
+                    Ok(Some(e))
+                }
+                Err(err) => {
+                    // Under skip, the element's records are done (dropped), not lost.
+                    if drops.error_policy() == crate::options::ErrorPolicy::Skip {
+                        drops.dropped(e.units());
+                    }
+                    Err(err)
+                }
+            },
+        );
+        let run = MapSpec::parallel(self.0.num_parallel());
+        Ok(run_elementwise(input.open()?, work, run, ctx))
     }
 
     fn build_from(
@@ -123,50 +146,16 @@ impl<L: FeatureLayer> Stage for LayerStage<L> {
         ctx: &BuildContext,
         skip: u64,
     ) -> Result<(BoxStream, u64)> {
-        // One output per input: skipping outputs skips inputs (under the fail policy; under
-        // skip a failed element changes the count, so the outputs are replayed).
-        if ctx.error_policy() != crate::options::ErrorPolicy::Fail {
-            let mut stream = self.build(inputs, ctx)?;
-            let skipped = crate::run::discard(&mut stream, skip)?;
-            return Ok((stream, skipped));
-        }
-        let input = crate::stages::single_input(inputs, L::KIND)?.skipping(skip);
-        let stream = self.build(std::slice::from_ref(&input), ctx)?;
-        Ok((stream, input.skipped()))
+        // One output per input: skipped inputs are not run through the layer.
+        crate::run::build_one_to_one(self, inputs, ctx, skip)
     }
 
     fn elastic(&self) -> std::result::Result<(), std::borrow::Cow<'static, str>> {
         Ok(())
     }
-}
 
-struct LayerStream<L> {
-    upstream: BoxStream,
-    spec: Arc<L>,
-    layer: LayerFn,
-    ctx: BuildContext,
-}
-
-impl<L: FeatureLayer> ElementStream for LayerStream<L> {
-    fn next(&mut self) -> Option<Result<Element>> {
-        loop {
-            let mut e = match self.upstream.next()? {
-                Ok(e) => e,
-                Err(err) => return Some(Err(err)),
-            };
-            match apply(self.spec.as_ref(), &self.layer, &e) {
-                Ok(t) => {
-                    let name = self.spec.output().unwrap_or(self.spec.input());
-                    e.insert(name, Value::Dense(t));
-                    return Some(Ok(e));
-                }
-                Err(err) => {
-                    if let Some(err) = self.ctx.on_element_error(&e, err) {
-                        return Some(Err(err));
-                    }
-                }
-            }
-        }
+    fn runs_inline(&self) -> bool {
+        self.0.num_parallel() == NumParallel::Sequential
     }
 }
 

@@ -10,6 +10,7 @@ use super::{FeatureLayer, LayerFn, check_input, one_input, wrong_dtype};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::invalid::Invalid;
+use crate::parallelism::{NumParallel, check_num_parallel};
 use crate::registry::{AppendContext, Spec};
 use crate::tensor::{Tensor, TensorData};
 
@@ -106,6 +107,10 @@ pub struct TextVectorizationSpec {
     /// `int`: the length every sequence is padded or cut to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_sequence_length: Option<usize>,
+    /// Threads vectorizing (batches) in parallel: sequential (default), a number, or
+    /// `"auto"`; the output stays in order.
+    #[serde(default)]
+    pub num_parallel: NumParallel,
 }
 
 impl Spec for TextVectorizationSpec {
@@ -129,6 +134,7 @@ impl Spec for TextVectorizationSpec {
                 "text_vectorization: an n-gram width of 0",
             ));
         }
+        check_num_parallel(Self::KIND, self.num_parallel)?;
         if self.output_sequence_length.is_some() && self.output_mode != TextOutput::Int {
             return Err(Invalid::at(
                 "output_sequence_length",
@@ -322,6 +328,10 @@ impl Vectorizer {
 impl FeatureLayer for TextVectorizationSpec {
     fn input(&self) -> &str {
         &self.input
+    }
+
+    fn num_parallel(&self) -> NumParallel {
+        self.num_parallel
     }
 
     fn output(&self) -> Option<&str> {
