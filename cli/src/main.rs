@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod adapt_cmd;
 mod cat;
 mod cat_source;
 mod common;
@@ -36,6 +37,7 @@ Examples:
   sluice run examples/pipelines/augment.toml --data data/
   sluice plugin check target/release/libsluice_example_noise.so
   sluice tfds list ~/tensorflow_datasets
+  sluice adapt census.toml --out stats.json --mean-variance age --vocabulary city
 
 Run `sluice help <COMMAND>` for the options of a command.
 
@@ -59,6 +61,7 @@ enum Command {
     Run(run::RunArgs),
     Plugin(plugin_cmd::PluginArgs),
     Tfds(tfds_cmd::TfdsArgs),
+    Adapt(adapt_cmd::AdaptArgs),
 }
 
 /// The log on stderr when `SLUICE_LOG` is unset: warnings and errors, and what plugins print
@@ -98,6 +101,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Plugin(args) => plugin_cmd::run(&args),
         Command::Tfds(args) => tfds_cmd::run(&args),
+        Command::Adapt(args) => adapt_cmd::run(&args),
     };
     match outcome {
         Ok(code) => code,

@@ -93,6 +93,7 @@ pub use run::{Canceller, PipelineIter};
 pub use sluice_tensor::{DType, Shape, Shared, Tensor, TensorData};
 /// TFDS data directories: [`tfds::TfdsSpec`], [`Dataset::tfds`], the info and listing.
 pub use sources::tfds;
+pub use stages::preprocessing::adapt;
 pub use stats::PipelineStats;
 
 // What a custom stage (a plugin host's, or a user's) is written with.

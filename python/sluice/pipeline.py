@@ -380,13 +380,15 @@ class Pipeline:
     # TensorFlow's outputs bit for bit. Before ``batch`` they see one element's value,
     # after it the whole batch (one call per batch).
 
-    def normalization(self, input: str, mean: Any, variance: Any, invert: bool = False,
+    def normalization(self, input: str, mean: Any = None, variance: Any = None,
+                      invert: bool = False, adapted: Any = None,
                       output: Optional[str] = None) -> "Pipeline":
         """``keras.layers.Normalization(mean=, variance=)``: ``(x - mean) /
         max(sqrt(variance), 1e-7)`` in float32 (``mean``/``variance``: a number, or one
-        per position of the last axis)."""
+        per position of the last axis; or ``adapted``: a statistics file of :meth:`adapt`)."""
         return self.stage("normalization", input=input, output=output, mean=_plain(mean),
-                          variance=_plain(variance), invert=invert)
+                          variance=_plain(variance), invert=invert,
+                          adapted=None if adapted is None else os.fspath(adapted))
 
     def discretization(self, input: str, bin_boundaries: Sequence[float],
                        output: Optional[str] = None) -> "Pipeline":
@@ -615,6 +617,23 @@ class Pipeline:
     def stats_report(self) -> Optional[str]:
         """The latest run's statistics as ``sluice run`` prints them."""
         return self._dataset().stats_report()
+
+    def adapt(self, features: Mapping[str, Any], out: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
+        """Reads the pipeline once and learns, per feature, what the Keras stages load
+        (Keras's ``layer.adapt``): ``features`` maps a feature to ``"mean_variance"``,
+        ``"vocabulary"``, ``"text_vocabulary"``, or a dict with ``analyzer`` and its options
+        (``max_tokens``; for ``vocabulary`` ``num_oov_indices``, ``mask_token``,
+        ``oov_token``; for ``text_vocabulary`` ``standardize``, ``split``, ``ngrams``).
+        Returns the statistics and, with ``out``, writes them there (the file
+        ``normalization(adapted=...)`` and ``vocabulary={"adapted": ...}`` read)."""
+        spec = {"features": {name: ({"analyzer": a} if isinstance(a, str) else dict(a))
+                             for name, a in features.items()}}
+        stats = json.loads(self._dataset().adapt(json.dumps(spec)))
+        if out is not None:
+            with open(out, "w") as f:
+                json.dump(stats, f, indent=2)
+                f.write("\n")
+        return stats
 
     def explain(self) -> str:
         """The plan as written, the optimizer's rewrites, and the plan that runs."""
@@ -1352,7 +1371,10 @@ def _plain(x: Any) -> Any:
 
 
 def _vocabulary(v: Any) -> Any:
-    """A vocabulary: a path (a file of tokens), or the tokens as a list."""
+    """A vocabulary: a path (a file of tokens), ``{"adapted": statistics file}``, or the
+    tokens as a list."""
+    if isinstance(v, Mapping):
+        return {k: os.fspath(x) for k, x in v.items()}
     if isinstance(v, os.PathLike):
         return os.fspath(v)
     if isinstance(v, str):

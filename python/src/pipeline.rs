@@ -232,6 +232,20 @@ impl Built {
         py.detach(move || dataset.explain()).py_err(py)
     }
 
+    /// Reads the pipeline once and learns what `spec` (an `AdaptSpec` as JSON) asks;
+    /// returns the statistics as JSON (what `sluice adapt` writes), the GIL released.
+    fn adapt(&self, py: Python<'_>, spec: &str) -> PyResult<String> {
+        let spec: sluice_core::adapt::AdaptSpec = serde_json::from_str(spec).map_err(|e| {
+            crate::errors::to_py(py, &sluice_core::Error::invalid(format!("adapt: {e}")))
+        })?;
+        let dataset = self.dataset.clone();
+        let stats = py
+            .detach(move || sluice_core::adapt::adapt(&dataset, &spec))
+            .py_err(py)?;
+        serde_json::to_string(&stats)
+            .map_err(|e| crate::errors::to_py(py, &sluice_core::Error::internal(e.to_string())))
+    }
+
     /// The pipeline's fingerprint (stages and parameters).
     fn fingerprint(&self) -> String {
         self.dataset.fingerprint()

@@ -122,3 +122,20 @@ def test_text_vectorization_from_a_vocabulary_file(tmp_path):
         "t", vocabulary=tmp_path / "vocab.txt", output_sequence_length=4)
     (batch,) = list(p)
     assert np.asarray(batch["t"]).tolist() == [[2, 3, 4, 0], [1, 3, 0, 0]]
+
+
+def test_adapt_learns_and_the_stages_load_the_file(tmp_path):
+    ages = np.array([20.0, 30.0, 40.0, 50.0], dtype=np.float32)
+    cities = np.array([b"lima", b"rome", b"lima", b"oslo"], dtype=object)
+    p = sluice.from_tensor_slices({"age": ages, "city": cities})
+    stats = p.adapt({"age": "mean_variance", "city": {"analyzer": "vocabulary", "max_tokens": 3}},
+                    out=tmp_path / "stats.json")
+    assert stats["features"]["age"]["mean"] == 35.0
+    assert stats["features"]["age"]["variance"] == 125.0
+    assert stats["features"]["city"]["tokens"] == ["lima", "rome"]
+    q = (p.batch(4)
+         .normalization("age", adapted=tmp_path / "stats.json")
+         .string_lookup("city", vocabulary={"adapted": tmp_path / "stats.json"}))
+    (batch,) = list(q)
+    assert np.asarray(batch["city"]).tolist() == [1, 2, 1, 0]
+    np.testing.assert_allclose(np.asarray(batch["age"]), (ages - 35.0) / np.sqrt(125.0), rtol=1e-6)

@@ -26,13 +26,29 @@ pub enum Vocabulary<T> {
     Tokens(Vec<T>),
     /// A file of tokens, one per line.
     File(String),
+    /// The vocabulary learnt of the stage's `input` by `adapt`: `{ adapted = "stats.json" }`.
+    Adapted {
+        /// The statistics file of `sluice adapt`.
+        adapted: String,
+    },
 }
 
 /// The tokens of `vocabulary`, read from its file when it is one (lines split at `\n`, a
 /// `\r` before it dropped, a last empty line ignored).
-pub(crate) fn read_vocabulary<T: LookupToken>(vocabulary: &Vocabulary<T>) -> Result<Vec<T>> {
+pub(crate) fn read_vocabulary<T: LookupToken>(
+    vocabulary: &Vocabulary<T>,
+    feature: &str,
+) -> Result<Vec<T>> {
     match vocabulary {
         Vocabulary::Tokens(t) => Ok(t.clone()),
+        Vocabulary::Adapted { adapted } => super::adapt::Statistics::load(adapted)?
+            .vocabulary(feature)?
+            .iter()
+            .map(|t| {
+                T::parse_line(t.as_bytes())
+                    .map_err(|m| Error::data(format!("{adapted}: `{feature}`: {m}")))
+            })
+            .collect(),
         Vocabulary::File(path) => {
             let bytes = std::fs::read(path).map_err(|error| Error::Io {
                 path: path.into(),
@@ -192,7 +208,7 @@ impl<T: LookupToken> LookupSpec<T> {
 
     /// The vocabulary's tokens (read from its file when it is one).
     fn tokens(&self) -> Result<Vec<T>> {
-        read_vocabulary(&self.vocabulary)
+        read_vocabulary(&self.vocabulary, &self.input)
     }
 
     /// Token → index, checked (no duplicates, no special token inside).

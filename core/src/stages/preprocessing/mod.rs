@@ -19,6 +19,7 @@
 //! | [`hashed_crossing`](HashedCrossingSpec) | `HashedCrossing` | `int64` bins of crossed features (or one-hot) |
 //! | [`text_vectorization`](TextVectorizationSpec) | `TextVectorization` | `int64` padded token indices, or multi-hot / count vectors |
 
+pub mod adapt;
 mod category_encoding;
 mod discretization;
 mod hashed_crossing;

@@ -35,7 +35,8 @@ const EPSILON: f32 = 1e-7;
 /// Centres and scales a numeric feature as `keras.layers.Normalization(mean=, variance=)`
 /// (axis -1): `(x - mean) / max(sqrt(variance), 1e-7)` in `float32`, or with `invert`
 /// `mean + x * max(sqrt(variance), 1e-7)`. `mean` and `variance` are one number or one per
-/// position of the feature's last axis. Output: `float32`, the input's shape.
+/// position of the feature's last axis, or come from `adapted`, a statistics file of
+/// `sluice adapt` (`--mean-variance FEATURE`). Output: `float32`, the input's shape.
 ///
 /// ```toml
 /// [[stage]]
@@ -52,10 +53,16 @@ pub struct NormalizationSpec {
     /// The feature written (default: `input`, replaced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
-    /// The mean.
-    pub mean: Stat,
-    /// The variance.
-    pub variance: Stat,
+    /// The mean (or `adapted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<Stat>,
+    /// The variance (or `adapted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variance: Option<Stat>,
+    /// A statistics file written by `adapt` (`sluice adapt`), whose mean and variance of
+    /// the feature `input` are used instead of `mean` and `variance`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapted: Option<String>,
     /// Scale back instead (default false).
     #[serde(default)]
     pub invert: bool,
@@ -67,14 +74,24 @@ impl Spec for NormalizationSpec {
 
     fn validate(&self) -> std::result::Result<(), Invalid> {
         check_input(Self::KIND, &self.input)?;
-        let (m, v) = (self.mean.values().len(), self.variance.values().len());
+        let (mean, variance) = match (&self.mean, &self.variance, &self.adapted) {
+            (Some(m), Some(v), None) => (m, v),
+            (None, None, Some(_)) => return Ok(()),
+            _ => {
+                return Err(Invalid::at(
+                    "mean",
+                    "normalization: give `mean` and `variance`, or `adapted` (a statistics file of `sluice adapt`)",
+                ));
+            }
+        };
+        let (m, v) = (mean.values().len(), variance.values().len());
         if m != v && m != 1 && v != 1 {
             return Err(Invalid::at(
                 "variance",
                 format!("normalization: {m} means and {v} variances"),
             ));
         }
-        if self.variance.values().iter().any(|&x| x < 0.0) {
+        if variance.values().iter().any(|&x| x < 0.0) {
             return Err(Invalid::at(
                 "variance",
                 "normalization: a negative variance",
@@ -98,10 +115,23 @@ impl FeatureLayer for NormalizationSpec {
     }
 
     fn layer(&self) -> Result<LayerFn> {
-        let mean = self.mean.values();
+        let (mean, variance) = match &self.adapted {
+            Some(path) => {
+                let (m, v) = super::adapt::Statistics::load(path)?.mean_variance(&self.input)?;
+                (Stat::One(m), Stat::One(v))
+            }
+            None => (
+                self.mean
+                    .clone()
+                    .ok_or_else(|| Error::invalid("no `mean`"))?,
+                self.variance
+                    .clone()
+                    .ok_or_else(|| Error::invalid("no `variance`"))?,
+            ),
+        };
+        let mean = mean.values();
         // max(sqrt(variance), epsilon), each step rounded to float32 as TensorFlow's ops.
-        let scale: Vec<f32> = self
-            .variance
+        let scale: Vec<f32> = variance
             .values()
             .into_iter()
             .map(|v| v.sqrt().max(EPSILON))

@@ -175,18 +175,45 @@ impl NoneVariant for TextSplit {
     }
 }
 
-/// A vectorizer ready to run.
-struct Vectorizer {
-    spec: TextVectorizationSpec,
+/// A vectorizer ready to run (or, with an empty table, the tokenizer `adapt` uses).
+pub(crate) struct Vectorizer {
+    standardize: Standardize,
+    split: TextSplit,
+    output_mode: TextOutput,
+    output_sequence_length: Option<usize>,
     /// Token → index (from 2).
     table: FxHashMap<Vec<u8>, i64>,
     widths: Vec<usize>,
 }
 
+fn widths(ngrams: &Option<Ngrams>) -> Vec<usize> {
+    match ngrams {
+        None => Vec::new(),
+        Some(Ngrams::UpTo(n)) => (1..=*n).collect(),
+        Some(Ngrams::Widths(w)) => w.clone(),
+    }
+}
+
 impl Vectorizer {
+    /// Only the tokenizer: standardize, split, n-grams.
+    pub(crate) fn tokenizer(
+        standardize: Standardize,
+        split: TextSplit,
+        ngrams: Option<Ngrams>,
+    ) -> Self {
+        Vectorizer {
+            standardize,
+            split,
+            output_mode: TextOutput::Int,
+            output_sequence_length: None,
+            table: FxHashMap::default(),
+            widths: widths(&ngrams),
+        }
+    }
+
     fn standardize_into(&self, text: &[u8], out: &mut Vec<u8>) {
         out.clear();
-        let (lower, strip) = match self.spec.standardize {
+        let (lower, strip) = match self.standardize {
             Standardize::LowerAndStripPunctuation => (true, true),
             Standardize::Lower => (true, false),
             Standardize::StripPunctuation => (false, true),
@@ -201,7 +228,7 @@ impl Vectorizer {
 
     /// Calls `f` with each token of one text (n-grams included, after the words), in
     /// order. `buf` and `words` are scratch space, reused across texts.
-    fn each_token(
+    pub(crate) fn each_token(
         &self,
         text: &[u8],
         buf: &mut Vec<u8>,
@@ -210,7 +237,7 @@ impl Vectorizer {
     ) -> Result<()> {
         self.standardize_into(text, buf);
         words.clear();
-        match self.spec.split {
+        match self.split {
             TextSplit::Whitespace => {
                 let mut start = None;
                 for (i, &b) in buf.iter().enumerate() {
@@ -287,10 +314,9 @@ impl Vectorizer {
             })
             .collect::<Result<_>>()?;
         let n = rows.len();
-        match self.spec.output_mode {
+        match self.output_mode {
             TextOutput::Int => {
                 let len = self
-                    .spec
                     .output_sequence_length
                     .unwrap_or_else(|| rows.iter().map(Vec::len).max().unwrap_or(0));
                 let mut out = vec![0i64; n * len];
@@ -339,7 +365,7 @@ impl FeatureLayer for TextVectorizationSpec {
     }
 
     fn layer(&self) -> Result<LayerFn> {
-        let tokens = super::lookup::read_vocabulary(&self.vocabulary)?;
+        let tokens = super::lookup::read_vocabulary(&self.vocabulary, &self.input)?;
         let mut table = FxHashMap::default();
         for (i, t) in tokens.into_iter().enumerate() {
             if t.is_empty() {
@@ -353,15 +379,13 @@ impl FeatureLayer for TextVectorizationSpec {
                 )));
             }
         }
-        let widths = match &self.ngrams {
-            None => Vec::new(),
-            Some(Ngrams::UpTo(n)) => (1..=*n).collect(),
-            Some(Ngrams::Widths(w)) => w.clone(),
-        };
         let v = Vectorizer {
-            spec: self.clone(),
+            standardize: self.standardize,
+            split: self.split,
+            output_mode: self.output_mode,
+            output_sequence_length: self.output_sequence_length,
             table,
-            widths,
+            widths: widths(&self.ngrams),
         };
         Ok(one_input(move |t| v.call(t)))
     }

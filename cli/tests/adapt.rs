@@ -1,0 +1,83 @@
+//! `sluice adapt`: learns from a pipeline file's output and writes the statistics file the
+//! Keras stages of another pipeline file load.
+
+use std::process::Command;
+
+fn sluice() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+}
+
+#[test]
+fn adapt_writes_statistics_that_a_pipeline_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("data.csv"), "city,temp\nlima,12\nrome,8\nlima,10\n").unwrap();
+    std::fs::write(
+        d.join("analyze.toml"),
+        "[source]\nfiles = [\"data.csv\"]\nformat = \"csv\"\nheader = true\nrecord_defaults = [\"\", 0.0]\n",
+    )
+    .unwrap();
+    let out = sluice()
+        .args([
+            "adapt",
+            "analyze.toml",
+            "--out",
+            "stats.json",
+            "--mean-variance",
+            "temp",
+        ])
+        .args(["--vocabulary", "city:2", "--data"])
+        .arg(d)
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["format"], "sluice-adapt");
+    assert_eq!(stats["features"]["temp"]["mean"], 10.0);
+    // max_tokens 2 counts the OOV index: one token.
+    assert_eq!(
+        stats["features"]["city"]["tokens"],
+        serde_json::json!(["lima"])
+    );
+    // A training pipeline loading it.
+    let stats_path = d.join("stats.json");
+    std::fs::write(
+        d.join("train.toml"),
+        format!(
+            "[source]\nfiles = [\"data.csv\"]\nformat = \"csv\"\nheader = true\nrecord_defaults = [\"\", 0.0]\n\n\
+             [[stage]]\nkind = \"normalization\"\ninput = \"temp\"\nadapted = {stats:?}\n\n\
+             [[stage]]\nkind = \"string_lookup\"\ninput = \"city\"\nvocabulary = {{ adapted = {stats:?} }}\n",
+            stats = stats_path.display().to_string()
+        ),
+    )
+    .unwrap();
+    let run = sluice()
+        .args(["run", "train.toml", "--json"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        report.contains("normalization") && report.contains("string_lookup"),
+        "{report}"
+    );
+    // Nothing to learn is an error that says so.
+    let none = sluice()
+        .args(["adapt", "analyze.toml", "--out", "x.json"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("nothing to learn"));
+}
