@@ -171,11 +171,11 @@ pub mod prelude {
     pub use crate::stages::parse_example::{FeatureSpec, FeatureType, ParseExampleSpec};
     pub use crate::stages::prefetch::{BufferSize, PrefetchSpec};
     pub use crate::stages::preprocessing::{
-        CategoryEncodingSpec, CrossingMode, DiscretizationSpec, EncodingMode, FeatureLayer,
-        HashedCrossingSpec, HashingSpec, IntegerLookupSpec, LayerFn, LookupSpec, LookupToken,
-        Ngrams, NormalizationSpec, OovMethod, Salt, Standardize, Stat, StringLookupSpec,
-        TextOutput, TextSplit, TextVectorizationSpec, Token, Vocabulary, fingerprint_cat64,
-        fingerprint64, one_input, to_hash_bucket_fast, to_hash_bucket_strong,
+        CategoryEncodingSpec, CrossingMode, DecodeRawSpec, DiscretizationSpec, EncodingMode,
+        FeatureLayer, HashedCrossingSpec, HashingSpec, IntegerLookupSpec, LayerFn, LookupSpec,
+        LookupToken, Ngrams, NormalizationSpec, OovMethod, RawType, Salt, Standardize, Stat,
+        StringLookupSpec, TextOutput, TextSplit, TextVectorizationSpec, Token, Vocabulary,
+        fingerprint_cat64, fingerprint64, one_input, to_hash_bucket_fast, to_hash_bucket_strong,
     };
     pub use crate::stages::repeat::RepeatSpec;
     pub use crate::stages::sample_from::SampleFromSpec;

@@ -466,6 +466,15 @@ class Pipeline:
         return self.stage("window", size=size, shift=shift, stride=stride,
                           drop_remainder=drop_remainder)
 
+    def decode_raw(self, input: str, out_type: str, little_endian: bool = True,
+                   shape: Optional[Sequence[int]] = None,
+                   output: Optional[str] = None) -> "Pipeline":
+        """``tf.io.decode_raw``: each byte string as values of ``out_type`` (``uint8``,
+        ``int32``, ``int64``, ``float32``, ``float64``), reshaped to ``shape`` if given."""
+        return self.stage("decode_raw", input=input, output=output, out_type=out_type,
+                          little_endian=little_endian,
+                          shape=None if shape is None else list(shape))
+
     def enumerate(self, start: int = 0, output: str = "index") -> "Pipeline":
         """Numbers the elements from ``start`` in the int64 feature ``output``
         (``tf.data.Dataset.enumerate``; a resumed run goes on counting)."""

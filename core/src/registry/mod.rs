@@ -54,8 +54,8 @@ use crate::stages::padded_batch::PaddedBatchSpec;
 use crate::stages::parse_example::ParseExampleSpec;
 use crate::stages::prefetch::PrefetchSpec;
 use crate::stages::preprocessing::{
-    CategoryEncodingSpec, DiscretizationSpec, HashedCrossingSpec, HashingSpec, IntegerLookupSpec,
-    NormalizationSpec, StringLookupSpec, TextVectorizationSpec,
+    CategoryEncodingSpec, DecodeRawSpec, DiscretizationSpec, HashedCrossingSpec, HashingSpec,
+    IntegerLookupSpec, NormalizationSpec, StringLookupSpec, TextVectorizationSpec,
 };
 use crate::stages::repeat::RepeatSpec;
 use crate::stages::shard::ShardSpec;
@@ -92,6 +92,7 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<CategoryEncodingSpec>(),
     StageKind::of::<HashedCrossingSpec>(),
     StageKind::of::<TextVectorizationSpec>(),
+    StageKind::of::<DecodeRawSpec>(),
 ];
 
 /// A stage as a front end writes it: a serde spec with its kind.

@@ -17,10 +17,12 @@
 //! | [`discretization`](DiscretizationSpec) | `Discretization` | `int32` bucket indices |
 //! | [`category_encoding`](CategoryEncodingSpec) | `CategoryEncoding` | `float32` one-hot, multi-hot or counts |
 //! | [`hashed_crossing`](HashedCrossingSpec) | `HashedCrossing` | `int64` bins of crossed features (or one-hot) |
+//! | [`decode_raw`](DecodeRawSpec) | `tf.io.decode_raw` | the bytes as typed values |
 //! | [`text_vectorization`](TextVectorizationSpec) | `TextVectorization` | `int64` padded token indices, or multi-hot / count vectors |
 
 pub mod adapt;
 mod category_encoding;
+mod decode_raw;
 mod discretization;
 mod hashed_crossing;
 mod hashing;
@@ -31,6 +33,7 @@ mod text_vectorization;
 use std::sync::Arc;
 
 pub use category_encoding::{CategoryEncodingSpec, EncodingMode};
+pub use decode_raw::{DecodeRawSpec, RawType};
 pub use discretization::DiscretizationSpec;
 pub use hashed_crossing::{CrossingMode, HashedCrossingSpec, fingerprint_cat64};
 pub use hashing::{
