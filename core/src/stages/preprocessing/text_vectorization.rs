@@ -219,11 +219,23 @@ impl Vectorizer {
             Standardize::StripPunctuation => (false, true),
             Standardize::None => (false, false),
         };
-        out.extend(
-            text.iter()
-                .filter(|b| !(strip && b.is_ascii_punctuation()))
-                .map(|&b| if lower { b.to_ascii_lowercase() } else { b }),
-        );
+        // A table of what each byte becomes (256: left out).
+        let map = |b: u8| -> u16 {
+            if strip && b.is_ascii_punctuation() {
+                256
+            } else if lower {
+                u16::from(b.to_ascii_lowercase())
+            } else {
+                u16::from(b)
+            }
+        };
+        out.reserve(text.len());
+        for &b in text {
+            let m = map(b);
+            if m < 256 {
+                out.push(m as u8);
+            }
+        }
     }
 
     /// Calls `f` with each token of one text (n-grams included, after the words), in
@@ -305,6 +317,23 @@ impl Vectorizer {
             )));
         }
         let (mut buf, mut words) = (Vec::new(), Vec::new());
+        if let (TextOutput::Int, Some(len)) = (self.output_mode, self.output_sequence_length) {
+            // Indices written straight into the padded output (no row vectors).
+            let n = texts.len();
+            let mut out = vec![0i64; n * len];
+            for (r, text) in texts.iter().enumerate() {
+                let row = &mut out[r * len..(r + 1) * len];
+                let mut k = 0;
+                self.each_token(text, &mut buf, &mut words, |tok| {
+                    if k < len {
+                        row[k] = self.index(tok);
+                        k += 1;
+                    }
+                })?;
+            }
+            let shape = if scalar { vec![len] } else { vec![n, len] };
+            return Ok(Tensor::new(&shape, TensorData::I64(out.into()))?);
+        }
         let rows: Vec<Vec<i64>> = texts
             .iter()
             .map(|text| {
