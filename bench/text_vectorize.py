@@ -66,14 +66,16 @@ def report(engine: str, r: int, lines: int, size: int, dt: float) -> None:
           flush=True)
 
 
-def run_sluice(d: Path, rounds: int) -> None:
+def run_sluice(d: Path, rounds: int, num_parallel: str = "auto") -> None:
     import sluice
 
     size = os.path.getsize(d / "corpus.txt")
     for r in range(rounds):
         p = (sluice.text_lines(d / "corpus.txt").batch(BATCH)
              .text_vectorization("line", vocabulary=d / "vocab.txt",
-                                 output_sequence_length=LENGTH, num_parallel="auto"))
+                                 output_sequence_length=LENGTH,
+                                 num_parallel=int(num_parallel) if num_parallel.isdigit()
+                                 else num_parallel))
         start = time.perf_counter()
         lines = 0
         for batch in p:
@@ -104,11 +106,13 @@ def main() -> None:
     ap.add_argument("dir", type=Path)
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--num-parallel", default="auto",
+                    help="sluice: threads vectorizing (a number, auto or sequential)")
     a = ap.parse_args()
     if a.what == "gen":
         gen(a.dir, a.mb)
     elif a.what == "sluice":
-        run_sluice(a.dir, a.rounds)
+        run_sluice(a.dir, a.rounds, a.num_parallel)
     else:
         run_tfdata(a.dir, a.rounds)
 
