@@ -177,13 +177,35 @@ impl NoneVariant for TextSplit {
 
 /// A vectorizer ready to run (or, with an empty table, the tokenizer `adapt` uses).
 pub(crate) struct Vectorizer {
-    standardize: Standardize,
+    /// What standardizing makes of each byte (256: left out).
+    bytes: [u16; 256],
     split: TextSplit,
     output_mode: TextOutput,
     output_sequence_length: Option<usize>,
     /// Token → index (from 2).
     table: FxHashMap<Vec<u8>, i64>,
     widths: Vec<usize>,
+}
+
+/// What standardizing makes of each byte (256: it is left out).
+fn byte_table(standardize: Standardize) -> [u16; 256] {
+    let (lower, strip) = match standardize {
+        Standardize::LowerAndStripPunctuation => (true, true),
+        Standardize::Lower => (true, false),
+        Standardize::StripPunctuation => (false, true),
+        Standardize::None => (false, false),
+    };
+    let mut table = [0u16; 256];
+    for (b, m) in (0..=255u8).zip(table.iter_mut()) {
+        *m = if strip && b.is_ascii_punctuation() {
+            256
+        } else if lower {
+            u16::from(b.to_ascii_lowercase())
+        } else {
+            u16::from(b)
+        };
+    }
+    table
 }
 
 fn widths(ngrams: &Option<Ngrams>) -> Vec<usize> {
@@ -202,7 +224,7 @@ impl Vectorizer {
         ngrams: Option<Ngrams>,
     ) -> Self {
         Vectorizer {
-            standardize,
+            bytes: byte_table(standardize),
             split,
             output_mode: TextOutput::Int,
             output_sequence_length: None,
@@ -213,25 +235,9 @@ impl Vectorizer {
 
     fn standardize_into(&self, text: &[u8], out: &mut Vec<u8>) {
         out.clear();
-        let (lower, strip) = match self.standardize {
-            Standardize::LowerAndStripPunctuation => (true, true),
-            Standardize::Lower => (true, false),
-            Standardize::StripPunctuation => (false, true),
-            Standardize::None => (false, false),
-        };
-        // A table of what each byte becomes (256: left out).
-        let map = |b: u8| -> u16 {
-            if strip && b.is_ascii_punctuation() {
-                256
-            } else if lower {
-                u16::from(b.to_ascii_lowercase())
-            } else {
-                u16::from(b)
-            }
-        };
         out.reserve(text.len());
         for &b in text {
-            let m = map(b);
+            let m = self.bytes[usize::from(b)];
             if m < 256 {
                 out.push(m as u8);
             }
@@ -409,7 +415,7 @@ impl FeatureLayer for TextVectorizationSpec {
             }
         }
         let v = Vectorizer {
-            standardize: self.standardize,
+            bytes: byte_table(self.standardize),
             split: self.split,
             output_mode: self.output_mode,
             output_sequence_length: self.output_sequence_length,
