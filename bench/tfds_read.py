@@ -36,7 +36,7 @@ BATCH = 64
 
 def photo_like(rng, h: int, w: int):
     """A smooth image with shapes and a little noise, so that JPEG sizes are like photos':
-    the images of `../shared/bench/tfdata_baseline.py` (`synthetic_image`), made the same
+    the images of `bench/tfdata_baseline.py` (`synthetic_image`), made the same
     way."""
     import numpy as np
 
