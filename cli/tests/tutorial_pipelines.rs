@@ -66,30 +66,57 @@ fn petfinder_structured_data() {
         "Age:5",
     ];
     for c in [
-        "Type", "Breed1", "Color1", "Color2", "Gender", "MaturitySize", "FurLength", "Vaccinated",
-        "Sterilized", "Health",
+        "Type",
+        "Breed1",
+        "Color1",
+        "Color2",
+        "Gender",
+        "MaturitySize",
+        "FurLength",
+        "Vaccinated",
+        "Sterilized",
+        "Health",
     ] {
         args.extend(["--vocabulary", c]);
     }
     sluice(d, &args);
     let report = sluice(
         d,
-        &["run", pipeline("petfinder_tabular.toml").to_str().unwrap(), "--data", ".", "--json"],
+        &[
+            "run",
+            pipeline("petfinder_tabular.toml").to_str().unwrap(),
+            "--data",
+            ".",
+            "--json",
+        ],
     );
     let stats: serde_json::Value = serde_json::from_str(report.lines().last().unwrap()).unwrap();
-    // 600 rows in batches of 256: 3 batches.
-    assert_eq!(stats["elements"], 3, "{report}");
+    // 600 rows in batches of 256: 3 batches, through every layer.
+    assert_eq!(stats["elements"], 600, "{report}");
+    assert_eq!(stats["batches"], 3, "{report}");
+    let names: Vec<&str> = stats["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.iter().filter(|n| **n == "string_lookup").count(), 10);
+    assert!(names.contains(&"normalization") && names.contains(&"category_encoding"));
 }
 
 #[test]
 fn imdb_text_classification() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let words = ["movie", "great", "bad", "plot", "acting", "the", "a", "was", "<br", "/>"];
+    let words = [
+        "movie", "great", "bad", "plot", "acting", "the", "a", "was", "<br", "/>",
+    ];
     let mut text = String::new();
     for i in 0..100 {
         let n = 5 + i % 40;
-        let review: Vec<&str> = (0..n).map(|k| words[(i * 7 + k * 3) % words.len()]).collect();
+        let review: Vec<&str> = (0..n)
+            .map(|k| words[(i * 7 + k * 3) % words.len()])
+            .collect();
         text.push_str(&format!("{}!\n", review.join(" ")));
     }
     std::fs::write(d.join("reviews.txt"), text).unwrap();
@@ -113,9 +140,16 @@ fn imdb_text_classification() {
     assert!(tokens.iter().any(|t| t == "br") && !tokens.iter().any(|t| t == ""));
     let report = sluice(
         d,
-        &["run", pipeline("imdb_text.toml").to_str().unwrap(), "--data", ".", "--json"],
+        &[
+            "run",
+            pipeline("imdb_text.toml").to_str().unwrap(),
+            "--data",
+            ".",
+            "--json",
+        ],
     );
     let stats: serde_json::Value = serde_json::from_str(report.lines().last().unwrap()).unwrap();
     // 100 reviews in batches of 32: 4 batches.
-    assert_eq!(stats["elements"], 4, "{report}");
+    assert_eq!(stats["elements"], 100, "{report}");
+    assert_eq!(stats["batches"], 4, "{report}");
 }
