@@ -154,6 +154,12 @@ fn every_example_pipeline_runs_on_small_data() {
     }
     for path in &files {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        // The tutorials' pipelines read CSV and text with statistics files of `sluice
+        // adapt`: cli/tests/tutorial_pipelines.rs runs them on data of their own.
+        if name.starts_with("petfinder_") || name.starts_with("imdb_") {
+            PipelineFile::load(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            continue;
+        }
         let pipeline = PipelineFile::load(path)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
             .with_data_dir(data.path());
