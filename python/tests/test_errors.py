@@ -217,12 +217,16 @@ INTERRUPT = textwrap.dedent(
 
 
 def test_ctrl_c_interrupts_a_waiting_next(fixtures):
+    # The child gets SIGINT's default action back: a test run started in the background by
+    # a shell without job control inherits SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler at all.
     proc = subprocess.Popen(
         [sys.executable, "-c", INTERRUPT, str(fixtures)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(0.3)  # inside next(), waiting on the batch
