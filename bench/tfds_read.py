@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import resource
 import time
 from pathlib import Path
@@ -32,25 +33,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 BATCH = 64
-
-
-def photo_like(rng, h: int, w: int):
-    """A smooth image with shapes and a little noise, so that JPEG sizes are like photos':
-    the images of `bench/tfdata_baseline.py` (`synthetic_image`), made the same
-    way."""
-    import numpy as np
-
-    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
-    img = np.zeros((h, w, 3), np.float32)
-    for c in range(3):
-        fx, fy, ph = rng.uniform(0.5, 4, 2).tolist() + [rng.uniform(0, 6.28)]
-        img[..., c] = 127 + 100 * np.sin(fx * x / w * 6.28 + ph) * np.cos(fy * y / h * 6.28)
-    for _ in range(4):
-        cy, cx, r = rng.integers(0, h), rng.integers(0, w), rng.integers(4, max(5, h // 4))
-        mask = (y - cy) ** 2 + (x - cx) ** 2 < r * r
-        img[mask] = rng.uniform(0, 255, 3)
-    img += rng.normal(0, 6, img.shape)
-    return np.clip(img, 0, 255).astype(np.uint8)
 
 
 def gen(d: Path, n: int, content: str = "photo") -> None:
@@ -74,13 +56,17 @@ def gen(d: Path, n: int, content: str = "photo") -> None:
             return {"train": self._generate_examples()}
 
         def _generate_examples(self):
+            # Photo-like images, made as the tf.data baseline makes its own.
+            sys.path.insert(0, str(Path(__file__).parent))
+            from tfdata_baseline import synthetic_image
+
             rng = np.random.default_rng(0)
             base = rng.integers(0, 256, size=(128, 128, 3), dtype=np.uint8)
             for i in range(n):
                 # "noise": uniform noise (JPEG's worst case: ~19 KB per image, decoding
                 # bound by entropy decoding); "photo": photo-like (~5 KB).
                 image = (np.roll(base, i, axis=1) if content == "noise"
-                         else photo_like(rng, 128, 128))
+                         else synthetic_image(rng, 128, 128))
                 yield i, {"image": image, "label": i % 10}
 
     BenchImages(data_dir=str(d)).download_and_prepare(
