@@ -32,6 +32,7 @@ use crate::stages::parse_example::ParseExampleSpec;
 use crate::stages::prefetch::{BufferSize, PrefetchSpec};
 use crate::stages::repeat::RepeatSpec;
 use crate::stages::sample_from::SampleFromSpec;
+use crate::stages::choose_from::ChooseFromSpec;
 use crate::stages::shard::ShardSpec;
 use crate::stages::shuffle::ShuffleSpec;
 use crate::stages::skip::SkipSpec;
@@ -475,3 +476,45 @@ impl Dataset {
         Dataset::from_stage(PrefetchSpec { buffer_size }, vec![self.clone()])
     }
 }
+    /// Each element from the dataset that `choices` names: tf.data's
+    /// `choose_from_datasets(datasets, choice_dataset)`. Each element of `choices` holds
+    /// the `int64` scalar `value` (as [`Dataset::range`] writes it), an index into
+    /// `datasets`; the result ends with `choices`, or as soon as a chosen dataset is
+    /// exhausted (see [`ChooseFromSpec`] to go on without it, or to read another feature).
+    ///
+    /// ```
+    /// use sluice_core::prelude::*;
+    ///
+    /// # fn main() -> sluice_core::Result<()> {
+    /// // Round robin over three datasets: choices 0, 1, 2, 0, 1, 2, ...
+    /// let choices = Dataset::range(0, 3).repeat(Some(2));
+    /// let datasets = vec![
+    ///     Dataset::range(0, 10),
+    ///     Dataset::range(100, 110),
+    ///     Dataset::range(200, 210),
+    /// ];
+    /// let d = Dataset::choose_from(datasets, &choices);
+    /// let values: Vec<i64> = d
+    ///     .collect()?
+    ///     .iter()
+    ///     .map(|e| e.tensor("value").unwrap().as_i64().unwrap()[0])
+    ///     .collect();
+    /// assert_eq!(values, [0, 100, 200, 1, 101, 201]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn choose_from(datasets: Vec<Dataset>, choices: &Dataset) -> Dataset {
+        Dataset::choose_from_with(ChooseFromSpec::default(), datasets, choices)
+    }
+
+    /// [`Dataset::choose_from`] with its options.
+    pub fn choose_from_with(
+        spec: ChooseFromSpec,
+        datasets: Vec<Dataset>,
+        choices: &Dataset,
+    ) -> Dataset {
+        let mut inputs = vec![choices.clone()];
+        inputs.extend(datasets);
+        Dataset::from_stage(spec, inputs)
+    }
+

@@ -181,6 +181,7 @@ pub mod prelude {
     pub use crate::stages::sample_from::SampleFromSpec;
     pub use crate::stages::shard::ShardSpec;
     pub use crate::stages::shuffle::ShuffleSpec;
+    pub use crate::stages::choose_from::ChooseFromSpec;
     pub use crate::stages::skip::SkipSpec;
     pub use crate::stages::take::TakeSpec;
     pub use crate::stages::unbatch::UnbatchSpec;

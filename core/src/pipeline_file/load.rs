@@ -12,11 +12,18 @@ use crate::error::{Error, Result};
 use crate::registry::{self, quoted};
 
 use super::source::{COMMON_KEYS, CommonKeys, FormatKeys};
-use super::{OptionsSpec, PipelineFile, SourceSpec, StageSpec};
+use super::{InputSpec, OptionsSpec, PipelineFile, SourceSpec, StageSpec};
 use crate::invalid::Key as Seg;
 
 /// The top-level keys of a pipeline file.
-const TOP_KEYS: &[&str] = &["name", "description", "source", "options", "stage"];
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "source",
+    "options",
+    "stage",
+    "inputs",
+];
 
 /// Reads and validates a pipeline file's text; `origin` names it in errors.
 pub(super) fn parse(text: &str, origin: &str) -> Result<PipelineFile> {
@@ -58,22 +65,10 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<PipelineFile> {
         Some(v) => loader.de::<OptionsSpec>(v, "[options]: ")?,
         None => OptionsSpec::default(),
     };
-    let stages = match table.get("stage") {
-        None => Vec::new(),
-        Some(v) => match v.get_ref() {
-            DeValue::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| loader.stage(i, item))
-                .collect::<Result<Vec<_>>>()?,
-            _ => {
-                return Err(loader.error(
-                    Some(v.span()),
-                    "`stage` must be an array of tables: write each stage as a [[stage]] table"
-                        .to_string(),
-                ));
-            }
-        },
+    let stages = loader.stages(table.get("stage"), "")?;
+    let inputs = match table.get("inputs") {
+        None => Default::default(),
+        Some(v) => loader.inputs(v)?,
     };
     let file = PipelineFile {
         name,
@@ -81,6 +76,7 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<PipelineFile> {
         source,
         options,
         stages,
+        inputs,
     };
     file.check()
         .map_err(|p| loader.error(span_of(&root, &p.path), p.message))?;
@@ -171,6 +167,83 @@ impl Loader<'_> {
         Ok(SourceSpec::assemble(common, keys))
     }
 
+    /// The `stage` array of tables (`context` prefixes messages).
+    fn stages(
+        &self,
+        value: Option<&Spanned<DeValue<'_>>>,
+        context: &str,
+    ) -> Result<Vec<StageSpec>> {
+        match value {
+            None => Ok(Vec::new()),
+            Some(v) => match v.get_ref() {
+                DeValue::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| self.stage(i, item).map_err(|e| prefixed(e, context)))
+                    .collect(),
+                _ => Err(self.error(
+                    Some(v.span()),
+                    format!(
+                        "{context}`stage` must be an array of tables: write each stage as a \
+                         [[stage]] table"
+                    ),
+                )),
+            },
+        }
+    }
+
+    /// The `[inputs]` table: each `[inputs.NAME]` a `source` and its `stage`s.
+    fn inputs(
+        &self,
+        value: &Spanned<DeValue<'_>>,
+    ) -> Result<std::collections::BTreeMap<String, InputSpec>> {
+        let DeValue::Table(table) = value.get_ref() else {
+            return Err(self.error(
+                Some(value.span()),
+                "`inputs` is a table of named pipelines: [inputs.NAME] tables, each with a \
+                 `source` and `stage`s"
+                    .to_string(),
+            ));
+        };
+        let mut inputs = std::collections::BTreeMap::new();
+        for (name, v) in table.iter() {
+            let name: &str = name.get_ref();
+            let context = format!("inputs.{name}: ");
+            let DeValue::Table(input) = v.get_ref() else {
+                return Err(self.error(
+                    Some(v.span()),
+                    format!("{context}an input is a table with a `source` and `stage`s"),
+                ));
+            };
+            for (key, _) in input.iter() {
+                let k: &str = key.get_ref();
+                if !["source", "stage"].contains(&k) {
+                    return Err(self.error(
+                        Some(key.span()),
+                        format!(
+                            "{context}unknown key `{k}`, expected `source` or `stage` (the \
+                             file's [options] apply to every input)"
+                        ),
+                    ));
+                }
+            }
+            let source = match input.get("source") {
+                Some(s) => self
+                    .source(s)
+                    .map_err(|e| prefixed(e, &format!("inputs.{name}.")))?,
+                None => {
+                    return Err(self.error(
+                        Some(v.span()),
+                        format!("{context}missing the `source` table (what the input reads)"),
+                    ));
+                }
+            };
+            let stages = self.stages(input.get("stage"), &context)?;
+            inputs.insert(name.to_string(), InputSpec { source, stages });
+        }
+        Ok(inputs)
+    }
+
     /// One `[[stage]]` table: its `kind`, then the kind's parameters.
     fn stage(&self, i: usize, item: &Spanned<DeValue<'_>>) -> Result<StageSpec> {
         let DeValue::Table(table) = item.get_ref() else {
@@ -208,6 +281,22 @@ impl Loader<'_> {
         registered
             .from_toml(ValueDeserializer::from(params))
             .map_err(|e| self.toml_error(&e, &context))
+    }
+}
+
+/// `e` with `context` before its message.
+fn prefixed(e: Error, context: &str) -> Error {
+    match e {
+        Error::PipelineFile {
+            origin,
+            location,
+            message,
+        } if !context.is_empty() => Error::PipelineFile {
+            origin,
+            location,
+            message: format!("{context}{message}"),
+        },
+        e => e,
     }
 }
 

@@ -45,8 +45,10 @@
 //!   outside [0, 1], a crop larger than the image an earlier resize made, ...) are
 //!   [`Error::PipelineFile`] with the line and column, and for a misspelt name the closest
 //!   valid one (`did you mean `batch_size`?`).
-//! - `map` and `filter` take Rust closures and `zip` / `concatenate` / `sample_from` take
-//!   several pipelines, so a file cannot express them. User transforms go in as `plugin`
+//! - `map` takes a Rust closure, so a file cannot express it (`filter` on a feature's value
+//!   is the `filter` stage). Several pipelines are combined by a source of format `zip`,
+//!   `concatenate`, `sample_from` or `choose_from` over named `[inputs.NAME]` pipelines
+//!   ([`CombineSpec`], [`InputSpec`]). User transforms go in as `plugin`
 //!   stages ([`PluginStageSpec`]: a plugin file and its config table); core cannot load
 //!   plugins itself, so [`PipelineFile::build_with`] takes a [`PluginLoader`]
 //!   (`sluice_plugins::Loader`, which `sluice run` uses), and [`PipelineFile::build`]
@@ -100,11 +102,13 @@
 //! # }
 //! ```
 
+mod inputs;
 mod load;
 mod options;
 mod plugin;
 mod source;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -115,6 +119,9 @@ use crate::error::{Error, Result};
 pub use crate::registry::StageSpec;
 pub use crate::stages::padded_batch::PadDim;
 pub use crate::stages::parse_example::{FeatureEntry, FeatureKind};
+pub use inputs::{
+    ChooseFromKeys, CombineSpec, Forever, InputSpec, InputsKeys, Repeat, SampleFromKeys,
+};
 pub(crate) use load::closest;
 pub use options::{ByteSize, OptionsSpec};
 pub use plugin::{LoadedPlugin, NoPluginLoader, PluginLoader, PluginStageSpec};
@@ -143,6 +150,10 @@ pub struct PipelineFile {
     /// The `[[stage]]` tables, in order.
     #[serde(default, rename = "stage")]
     pub stages: Vec<StageSpec>,
+    /// The `[inputs.NAME]` tables: named pipelines that a `zip`, `concatenate`,
+    /// `sample_from` or `choose_from` source combines (see [`CombineSpec`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, InputSpec>,
 }
 
 impl PipelineFile {
@@ -154,6 +165,7 @@ impl PipelineFile {
             source,
             options: OptionsSpec::default(),
             stages: Vec::new(),
+            inputs: BTreeMap::new(),
         }
     }
 
@@ -179,16 +191,37 @@ impl PipelineFile {
 
     /// This pipeline with the source's [`dir`](SourceSpec::dir) replaced by `dir` (what
     /// `sluice run --data DIR` does): relative file patterns are then looked up in `dir`.
+    /// The sources of its `[inputs]` get the same `dir`.
     pub fn with_data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.source.dir = Some(dir.into());
+        let dir = dir.into();
+        for input in self.inputs.values_mut() {
+            input.source.dir = Some(dir.clone());
+        }
+        self.source.dir = Some(dir);
         self
+    }
+
+    /// Every stage: those of the `[inputs]` in the order they are built, then the
+    /// pipeline's own.
+    fn all_stages(&self) -> impl Iterator<Item = &StageSpec> {
+        self.chains().flat_map(|c| c.iter())
+    }
+
+    /// The stage lists: those of the `[inputs]` in the order they are built, then the
+    /// pipeline's own.
+    fn chains(&self) -> impl Iterator<Item = &[StageSpec]> {
+        inputs::build_order(&self.source, &self.inputs)
+            .into_iter()
+            .map(|name| self.inputs[name].stages.as_slice())
+            .chain(std::iter::once(self.stages.as_slice()))
     }
 
     /// This pipeline with every `plugin` stage's file looked up in `dir`: its `path`
     /// becomes `dir/<the path's file name>` (what `sluice run --plugin-dir DIR` does).
     pub fn with_plugin_dir(mut self, dir: impl AsRef<Path>) -> Self {
         let dir = dir.as_ref();
-        for stage in &mut self.stages {
+        let inputs = self.inputs.values_mut().flat_map(|i| i.stages.iter_mut());
+        for stage in self.stages.iter_mut().chain(inputs) {
             if let Some(p) = stage.get_mut::<PluginStageSpec>()
                 && let Some(name) = p.path.file_name()
             {
@@ -200,8 +233,7 @@ impl PipelineFile {
 
     /// Whether any stage is a `plugin` stage (which needs [`PipelineFile::build_with`]).
     pub fn has_plugins(&self) -> bool {
-        self.stages
-            .iter()
+        self.all_stages()
             .any(|s| s.get::<PluginStageSpec>().is_some())
     }
 
@@ -219,17 +251,31 @@ impl PipelineFile {
     }
 
     /// Whether the pipeline's elements are batches: the last of its `batch`,
-    /// `padded_batch` and `unbatch` stages is a batch.
+    /// `padded_batch` and `unbatch` stages is a batch (with none, whether the first input
+    /// of a combining source gives batches).
     pub fn output_is_batched(&self) -> bool {
-        self.stages
-            .iter()
-            .rev()
-            .find_map(|s| match s.batching() {
+        fn batched(
+            source: &SourceSpec,
+            stages: &[StageSpec],
+            inputs: &BTreeMap<String, InputSpec>,
+            depth: usize,
+        ) -> bool {
+            let own = stages.iter().rev().find_map(|s| match s.batching() {
                 Batching::Batches => Some(true),
                 Batching::Unbatches => Some(false),
                 Batching::Keeps => None,
+            });
+            own.unwrap_or_else(|| {
+                let first = source.combine().and_then(|c| c.inputs().first().copied());
+                match first.and_then(|n| inputs.get(n)) {
+                    Some(i) if depth < inputs.len() => {
+                        batched(&i.source, &i.stages, inputs, depth + 1)
+                    }
+                    _ => false,
+                }
             })
-            .unwrap_or(false)
+        }
+        batched(&self.source, &self.stages, &self.inputs, 0)
     }
 
     /// Builds the [`Dataset`]: checks the values, resolves the file patterns (a pattern
@@ -250,11 +296,20 @@ impl PipelineFile {
         self.validate()?;
         // Plugins first, in file order (a missing plugin or a config it refuses is
         // reported before any data file is looked up), then appended with the others.
-        let preloaded = Preloaded::load(&self.stages, loader)?;
+        let preloaded = Preloaded::load(self.chains(), loader)?;
         let cx = AppendContext {
             plugins: &preloaded,
         };
-        let mut dataset = self.source.dataset()?;
+        let mut built = BTreeMap::new();
+        for name in inputs::build_order(&self.source, &self.inputs) {
+            let input = &self.inputs[name];
+            let mut dataset = inputs::source_dataset(&input.source, &built)?;
+            for stage in &input.stages {
+                dataset = stage.append_with(&dataset, &cx)?;
+            }
+            built.insert(name, dataset);
+        }
+        let mut dataset = inputs::source_dataset(&self.source, &built)?;
         for stage in &self.stages {
             dataset = stage.append_with(&dataset, &cx)?;
         }
@@ -265,41 +320,63 @@ impl PipelineFile {
     /// ([`Spec::validate`](crate::registry::Spec::validate), as every front end runs it)
     /// under `stage[i]`, and where `interleave` may stand.
     fn check(&self) -> Result<(), Problem> {
-        self.source.check()?;
         self.options.check()?;
-        let mut reading_files = true;
-        for (i, stage) in self.stages.iter().enumerate() {
-            let base = [Seg::name("stage"), Seg::Index(i)];
-            stage.validate().map_err(|p| p.under(&base))?;
-            match stage.kind() {
-                "shard" => {}
-                "interleave" if matches!(self.source.format, SourceFormat::Tfds(_)) => {
-                    return Err(Problem::new(
-                        base.to_vec(),
-                        "interleave: a tfds source already interleaves its shards as TFDS \
-                         does (16 at once, blocks of 16)",
-                    ));
-                }
-                "interleave" if self.source.global_shuffle => {
-                    return Err(Problem::new(
-                        base.to_vec(),
-                        "interleave: the source reads its files by global shuffle \
-                         (`global_shuffle = true`), so there is nothing to interleave",
-                    ));
-                }
-                "interleave" if reading_files => reading_files = false,
-                "interleave" => {
-                    return Err(Problem::new(
-                        base.to_vec(),
-                        "interleave: reads the source's files, so it must come right after the \
-                         source (or after `shard`), and only once",
-                    ));
-                }
-                _ => reading_files = false,
-            }
+        for (name, input) in &self.inputs {
+            let base = [Seg::name("inputs"), Seg::name(name)];
+            check_chain(&input.source, &input.stages).map_err(|p| p.under(&base))?;
         }
-        Ok(())
+        check_chain(&self.source, &self.stages)?;
+        inputs::check_graph(&self.source, &self.inputs)
     }
+}
+
+/// The checks of one source and its stages: each stage's own
+/// ([`Spec::validate`](crate::registry::Spec::validate)) under `stage[i]`, and where
+/// `interleave` may stand.
+fn check_chain(source: &SourceSpec, stages: &[StageSpec]) -> Result<(), Problem> {
+    source.check()?;
+    let mut reading_files = true;
+    for (i, stage) in stages.iter().enumerate() {
+        let base = [Seg::name("stage"), Seg::Index(i)];
+        stage.validate().map_err(|p| p.under(&base))?;
+        match stage.kind() {
+            "shard" => {}
+            "interleave" if matches!(source.format, SourceFormat::Tfds(_)) => {
+                return Err(Problem::new(
+                    base.to_vec(),
+                    "interleave: a tfds source already interleaves its shards as TFDS \
+                         does (16 at once, blocks of 16)",
+                ));
+            }
+            "interleave" if source.global_shuffle => {
+                return Err(Problem::new(
+                    base.to_vec(),
+                    "interleave: the source reads its files by global shuffle \
+                         (`global_shuffle = true`), so there is nothing to interleave",
+                ));
+            }
+            "interleave" if source.combine().is_some() => {
+                return Err(Problem::new(
+                    base.to_vec(),
+                    format!(
+                        "interleave: reads the files of a file source; this {:?} source \
+                             reads pipelines (put `interleave` in the inputs that read files)",
+                        source.format.name()
+                    ),
+                ));
+            }
+            "interleave" if reading_files => reading_files = false,
+            "interleave" => {
+                return Err(Problem::new(
+                    base.to_vec(),
+                    "interleave: reads the source's files, so it must come right after the \
+                         source (or after `shard`), and only once",
+                ));
+            }
+            _ => reading_files = false,
+        }
+    }
+    Ok(())
 }
 
 /// The plugins of a pipeline's `plugin` stages, loaded in file order, handed out in that
@@ -307,9 +384,12 @@ impl PipelineFile {
 struct Preloaded(std::sync::Mutex<std::vec::IntoIter<LoadedPlugin>>);
 
 impl Preloaded {
-    fn load(stages: &[StageSpec], loader: &dyn PluginLoader) -> Result<Self> {
+    fn load<'a>(
+        chains: impl Iterator<Item = &'a [StageSpec]>,
+        loader: &dyn PluginLoader,
+    ) -> Result<Self> {
         let mut plugins = Vec::new();
-        for (i, stage) in stages.iter().enumerate() {
+        for (i, stage) in chains.flat_map(|c| c.iter().enumerate()) {
             if let Some(p) = stage.get::<PluginStageSpec>() {
                 let loaded = loader.load(p).map_err(|error| Error::PluginStage {
                     stage: i + 1,

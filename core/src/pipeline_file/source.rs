@@ -22,6 +22,8 @@ use crate::sources::{arrow_ipc::ArrowSpec, parquet::ParquetSpec};
 
 use crate::invalid::{Invalid as Problem, Key as Seg};
 
+use super::inputs::CombineSpec;
+
 /// The `[source]` table: TFRecord files, by glob pattern or path.
 ///
 /// ```toml
@@ -126,8 +128,23 @@ impl SourceSpec {
                 spec.path = spec.path.map(|p| self.directory(&p));
                 spec.dataset()?
             }
+            SourceFormat::Combine(c) => {
+                return Err(crate::Error::internal(format!(
+                    "a {:?} source is built from its inputs",
+                    c.name()
+                )));
+            }
             _ => self.read(&files()?),
         })
+    }
+
+    /// The inputs it combines, for a `zip`, `concatenate`, `sample_from` or `choose_from`
+    /// source.
+    pub fn combine(&self) -> Option<&CombineSpec> {
+        match &self.format {
+            SourceFormat::Combine(c) => Some(c),
+            _ => None,
+        }
     }
 
     /// A TFDS source's spec as read: `shuffle_files` from the common key, a relative
@@ -169,8 +186,8 @@ impl SourceSpec {
             SourceFormat::Parquet(spec) => files.read_files(spec.clone()),
             #[cfg(feature = "columnar")]
             SourceFormat::Arrow(spec) => files.read_files(spec.clone()),
-            SourceFormat::ImageFolder(..) | SourceFormat::Sql(_) => {
-                unreachable!("image folders and SQL sources read no file list")
+            SourceFormat::ImageFolder(..) | SourceFormat::Sql(_) | SourceFormat::Combine(_) => {
+                unreachable!("image folders, SQL and combining sources read no file list")
             }
         }
     }
@@ -265,6 +282,22 @@ impl SourceSpec {
                     ));
                 }
                 return Ok(());
+            }
+            SourceFormat::Combine(spec) => {
+                if !self.files.is_empty() || self.shuffle_files {
+                    return Err(Problem::new(
+                        at(if self.files.is_empty() {
+                            "shuffle_files"
+                        } else {
+                            "files"
+                        }),
+                        format!(
+                            "format {:?} reads the pipelines named in `inputs`, not `files`",
+                            spec.name()
+                        ),
+                    ));
+                }
+                return spec.check(&[Seg::name("source")]);
             }
             SourceFormat::Sql(spec) => {
                 spec.check().map_err(invalid)?;
@@ -387,6 +420,9 @@ pub enum SourceFormat {
     ImageFolder(PathBuf, ImageFolderSpec),
     /// `sql`: [`SqlSpec`] (`path` or `url` and `query`, in place of `files`).
     Sql(SqlSpec),
+    /// `zip`, `concatenate`, `sample_from`, `choose_from`: the elements of the pipeline's
+    /// named `[inputs.NAME]`, combined ([`CombineSpec`]); no `files`.
+    Combine(CombineSpec),
 }
 
 impl SourceFormat {
@@ -402,6 +438,10 @@ impl SourceFormat {
         "arrow",
         "image_folder",
         "sql",
+        "zip",
+        "concatenate",
+        "sample_from",
+        "choose_from",
     ];
 
     /// Its name.
@@ -419,6 +459,7 @@ impl SourceFormat {
             SourceFormat::Arrow(_) => "arrow",
             SourceFormat::ImageFolder(..) => "image_folder",
             SourceFormat::Sql(_) => "sql",
+            SourceFormat::Combine(c) => c.name(),
         }
     }
 
@@ -433,7 +474,7 @@ impl SourceFormat {
             SourceFormat::Parquet(s) => Some(&s.storage),
             #[cfg(feature = "columnar")]
             SourceFormat::Arrow(s) => Some(&s.storage),
-            SourceFormat::ImageFolder(..) | SourceFormat::Sql(_) => None,
+            SourceFormat::ImageFolder(..) | SourceFormat::Sql(_) | SourceFormat::Combine(_) => None,
         }
     }
 }
@@ -531,6 +572,9 @@ impl FormatKeys {
                         ))
                     })?;
                 FormatKeys::Format(SourceFormat::ImageFolder(directory, spec))
+            }
+            name if CombineSpec::NAMES.contains(&name) => {
+                FormatKeys::Format(SourceFormat::Combine(CombineSpec::deserialize(name, d)?))
             }
             #[cfg(feature = "columnar")]
             "parquet" => FormatKeys::Format(SourceFormat::Parquet(ParquetSpec::deserialize(d)?)),
@@ -647,13 +691,14 @@ impl Serialize for SourceSpec {
             SourceFormat::Arrow(spec) => toml::Value::try_from(spec),
             SourceFormat::ImageFolder(_, spec) => toml::Value::try_from(spec),
             SourceFormat::Sql(spec) => toml::Value::try_from(spec),
+            SourceFormat::Combine(spec) => spec.keys(),
         }
         .map_err(S::Error::custom)?;
         let mut m = s.serialize_map(None)?;
         match &self.format {
             SourceFormat::ImageFolder(directory, _) => m.serialize_entry("directory", directory)?,
             // No files: `path` or `url` and `query`; a TFDS source names its data.
-            SourceFormat::Sql(_) => {}
+            SourceFormat::Sql(_) | SourceFormat::Combine(_) => {}
             SourceFormat::Tfds(_) if self.files.is_empty() => {}
             _ => m.serialize_entry("files", &self.files)?,
         }

@@ -4,6 +4,7 @@
 pub(crate) mod batch;
 pub(crate) mod cache;
 pub(crate) mod concatenate;
+pub(crate) mod choose_from;
 pub(crate) mod enumerate;
 pub(crate) mod filter;
 pub(crate) mod image_ops;
