@@ -387,6 +387,26 @@ impl Dataset {
         Dataset::from_stage(spec, vec![self.clone()])
     }
 
+    /// Batches of elements sharing a key (tf.data's `group_by_window` with a `batch` or
+    /// `padded_batch` of each window; see
+    /// [`GroupByWindowSpec`](crate::stages::group_by_window::GroupByWindowSpec)).
+    pub fn group_by_window(
+        &self,
+        spec: crate::stages::group_by_window::GroupByWindowSpec,
+    ) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
+    /// Padded batches of elements of similar length (tf.data's
+    /// `bucket_by_sequence_length`; see
+    /// [`BucketBySequenceLengthSpec`](crate::stages::bucket_by_sequence_length::BucketBySequenceLengthSpec)).
+    pub fn bucket_by_sequence_length(
+        &self,
+        spec: crate::stages::bucket_by_sequence_length::BucketBySequenceLengthSpec,
+    ) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
     /// Numbers the elements from `start` in the `int64` feature `index` (tf.data's
     /// `enumerate`; see [`EnumerateSpec`](crate::stages::enumerate::EnumerateSpec)).
     pub fn enumerate(&self, start: i64) -> Dataset {

@@ -159,10 +159,12 @@ pub mod prelude {
     #[cfg(feature = "columnar")]
     pub use crate::sources::{arrow_ipc::ArrowSpec, columnar::NullValue, parquet::ParquetSpec};
     pub use crate::stages::batch::BatchSpec;
+    pub use crate::stages::bucket_by_sequence_length::BucketBySequenceLengthSpec;
     pub use crate::stages::cache::CacheSpec;
     pub use crate::stages::concatenate::ConcatenateSpec;
     pub use crate::stages::enumerate::EnumerateSpec;
     pub use crate::stages::filter::{FilterSpec, Literal};
+    pub use crate::stages::group_by_window::GroupByWindowSpec;
     pub use crate::stages::image_ops::{ImageOp, ImageOpsSpec, PadSpec, Resample};
     pub use crate::stages::interleave::InterleaveSpec;
     pub use crate::stages::map::MapSpec;

@@ -45,9 +45,11 @@ use crate::error::{Error, Result};
 use crate::invalid::Invalid;
 use crate::pipeline_file::{NoPluginLoader, PluginLoader, PluginStageSpec};
 use crate::stages::batch::BatchSpec;
+use crate::stages::bucket_by_sequence_length::BucketBySequenceLengthSpec;
 use crate::stages::cache::CacheSpec;
 use crate::stages::enumerate::EnumerateSpec;
 use crate::stages::filter::FilterSpec;
+use crate::stages::group_by_window::GroupByWindowSpec;
 use crate::stages::image_ops::ImageOpsSpec;
 use crate::stages::interleave::InterleaveSpec;
 use crate::stages::padded_batch::PaddedBatchSpec;
@@ -80,6 +82,8 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<PaddedBatchSpec>(),
     StageKind::of::<UnbatchSpec>(),
     StageKind::of::<WindowSpec>(),
+    StageKind::of::<GroupByWindowSpec>(),
+    StageKind::of::<BucketBySequenceLengthSpec>(),
     StageKind::of::<CacheSpec>(),
     StageKind::of::<PrefetchSpec>(),
     StageKind::of::<ImageOpsSpec>(),

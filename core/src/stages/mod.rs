@@ -2,11 +2,13 @@
 //! also the [`Stage`](crate::Stage) whose `build` starts it.
 
 pub(crate) mod batch;
+pub(crate) mod bucket_by_sequence_length;
 pub(crate) mod cache;
 pub(crate) mod concatenate;
 pub(crate) mod choose_from;
 pub(crate) mod enumerate;
 pub(crate) mod filter;
+pub(crate) mod group_by_window;
 pub(crate) mod image_ops;
 pub(crate) mod image_ops_batch;
 mod image_ops_validate;

@@ -177,15 +177,15 @@ impl JsonSchema for PadDim {
     }
 }
 
-/// `padded_shapes` as written: sizes or `"max"` per dimension.
-mod pad_dims {
+/// `padded_shapes` as written: sizes or `"max"` per dimension (also the grouping stages').
+pub(crate) mod pad_dims {
     use std::collections::BTreeMap;
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     use super::PadDim;
 
-    pub(super) fn serialize<S: Serializer>(
+    pub(crate) fn serialize<S: Serializer>(
         shapes: &BTreeMap<String, Vec<Option<usize>>>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
@@ -196,7 +196,7 @@ mod pad_dims {
         written.serialize(s)
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<BTreeMap<String, Vec<Option<usize>>>, D::Error> {
         let written = BTreeMap::<String, Vec<PadDim>>::deserialize(d)?;
@@ -262,17 +262,7 @@ impl Spec for PaddedBatchSpec {
                 "padded_batch: `batch_size` must be at least 1",
             ));
         }
-        for (name, dims) in &self.padded_shapes {
-            if let Some(i) = dims.iter().position(|d| *d == Some(0)) {
-                return Err(Invalid::new(
-                    vec![Key::name("padded_shapes"), Key::name(name), Key::Index(i)],
-                    format!(
-                        "padded_batch: dimension {i} of `{name}` must be at least 1 or \"max\""
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        check_padded_shapes(Self::KIND, &self.padded_shapes)
     }
 
     fn append(&self, input: &Dataset, _: &AppendContext<'_>) -> Result<Dataset> {
@@ -282,6 +272,22 @@ impl Spec for PaddedBatchSpec {
     fn batching(&self) -> Batching {
         Batching::Batches
     }
+}
+
+/// Checks `padded_shapes` as `kind` wrote it: no dimension of 0.
+pub(crate) fn check_padded_shapes(
+    kind: &str,
+    shapes: &BTreeMap<String, Vec<Option<usize>>>,
+) -> std::result::Result<(), Invalid> {
+    for (name, dims) in shapes {
+        if let Some(i) = dims.iter().position(|d| *d == Some(0)) {
+            return Err(Invalid::new(
+                vec![Key::name("padded_shapes"), Key::name(name), Key::Index(i)],
+                format!("{kind}: dimension {i} of `{name}` must be at least 1 or \"max\""),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl PaddedBatchSpec {
@@ -344,7 +350,9 @@ impl Stage for PaddedBatchSpec {
     }
 }
 
-fn pad_and_stack(items: &[Element], spec: &PaddedBatchSpec) -> Result<Element> {
+/// One batch of `items`, each value padded as `spec` says (its `padded_shapes` and
+/// `padding_values`; its batch size is not looked at).
+pub(crate) fn pad_and_stack(items: &[Element], spec: &PaddedBatchSpec) -> Result<Element> {
     let names = common_names(items)?;
     let mut out = Element::new(items[0].id());
     out.set_provenance(items[0].provenance().cloned());
