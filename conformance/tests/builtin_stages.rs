@@ -11,6 +11,7 @@
 //! | take, skip | ✓ | | ✓ | | |
 //! | batch (parallel), batch → unbatch, padded_batch | ✓ | | ✓ | ✓ (batch) | ✓ (batch) |
 //! | prefetch | ✓ | | ✓ | ✓ | ✓ |
+//! | group_by_window, bucket_by_sequence_length | ✓ (tf.data's order) | | ✓ | | ✓ |
 //! | cache (memory) | ✓ | | ✓ | | |
 //! | concatenate | ✓ | | ✓ | | ✓ |
 //! | Keras layers (`hashing`, `integer_lookup`, `discretization`), `filter` of pipeline files | ✓ | | ✓ | | ✓ |
@@ -32,6 +33,23 @@ fn value(e: &Element) -> i64 {
 
 fn identity(v: &[i64]) -> Vec<i64> {
     v.to_vec()
+}
+
+/// tf.data's `group_by_window` order of `v`: a group's window as soon as it is full, the
+/// groups left at the end in ascending key order.
+fn grouped(v: &[i64], key: impl Fn(i64) -> i64, size: impl Fn(i64) -> usize) -> Vec<i64> {
+    let mut open: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+    let mut out = Vec::new();
+    for &x in v {
+        let k = key(x);
+        let group = open.entry(k).or_default();
+        group.push(x);
+        if group.len() == size(k) {
+            out.extend(open.remove(&k).unwrap());
+        }
+    }
+    out.extend(open.into_values().flatten());
+    out
 }
 
 /// Most elements a parallel stage may hold ahead of its consumer: 4 chunks per worker of at
@@ -130,6 +148,40 @@ proptest! {
         prop_assert_eq!(check_bounded(batch, p.n.min(120), p.size, parallel_bound(p.parallel) * p.size), Ok(()));
         if p.n > 0 {
             prop_assert_eq!(check_error_propagation(batch, p.n, p.n / 2, identity), Ok(()));
+        }
+    }
+
+    /// Grouping by a key (`value % 3`) or by length bucket: batches in tf.data's order (a
+    /// group as soon as it is full, the rest by key at the end), the same for a seed at
+    /// any thread count, and errors passed through.
+    #[test]
+    fn group_by_window_and_bucket_by_sequence_length(p: StageParams) {
+        let size = p.size;
+        let by_key = move |ds: Dataset| {
+            ds.map(|e| {
+                let v = value(&e);
+                Ok(e.with("key", Tensor::scalar_i64(v % 3)))
+            })
+            .group_by_window(GroupByWindowSpec::new("key", size))
+        };
+        let by_key_model = move |v: &[i64]| grouped(v, |x| x % 3, |_| size);
+        prop_assert_eq!(check_ordered(by_key, p.n, by_key_model), Ok(()));
+        prop_assert_eq!(check_deterministic(by_key, p.n, p.seed), Ok(()));
+        // Lengths 0..5 in buckets [0, 2), [2, 4), [4, ...) of 2, `size` and 3 elements.
+        let by_length = move |ds: Dataset| {
+            ds.map(|e| {
+                let len = (value(&e) % 5) as usize;
+                Ok(e.with("tokens", Tensor::new(&[len], TensorData::I64(vec![1; len].into()))?))
+            })
+            .bucket_by_sequence_length(BucketBySequenceLengthSpec::new("tokens", vec![2, 4], vec![2, size, 3]))
+        };
+        let bucket = |x: i64| match x % 5 { 0 | 1 => 0, 2 | 3 => 1, _ => 2 };
+        let by_length_model = move |v: &[i64]| grouped(v, bucket, |b| [2, size, 3][b as usize]);
+        prop_assert_eq!(check_ordered(by_length, p.n, by_length_model), Ok(()));
+        prop_assert_eq!(check_deterministic(by_length, p.n, p.seed), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(by_key, p.n, p.n / 2, by_key_model), Ok(()));
+            prop_assert_eq!(check_error_propagation(by_length, p.n, p.n / 2, by_length_model), Ok(()));
         }
     }
 

@@ -466,6 +466,59 @@ class Pipeline:
         return self.stage("window", size=size, shift=shift, stride=stride,
                           drop_remainder=drop_remainder)
 
+    def group_by_window(
+        self,
+        key: str,
+        window_size: int,
+        padded: bool = False,
+        padded_shapes: Optional[Mapping[str, Sequence[Optional[int]]]] = None,
+        padding_values: Optional[Mapping[str, Any]] = None,
+        drop_remainder: bool = False,
+    ) -> "Pipeline":
+        """Batches of ``window_size`` elements sharing the int64 scalar feature ``key``
+        (``Dataset.group_by_window`` with ``reduce_func`` a ``batch`` of the window, or a
+        ``padded_batch`` with ``padded``). A group's batch comes as soon as it is full;
+        the groups left at the end come in ascending key order (left out with
+        ``drop_remainder``). ``padded_shapes``/``padding_values`` as :meth:`padded_batch`."""
+        return self.stage(
+            "group_by_window",
+            key=key,
+            window_size=window_size,
+            drop_remainder=drop_remainder,
+            padded=padded,
+            padded_shapes=_padded_shapes(padded_shapes),
+            padding_values=_padding_values(padding_values),
+        )
+
+    def bucket_by_sequence_length(
+        self,
+        input: str,
+        bucket_boundaries: Sequence[int],
+        bucket_batch_sizes: Sequence[int],
+        padded_shapes: Optional[Mapping[str, Sequence[Optional[int]]]] = None,
+        padding_values: Optional[Mapping[str, Any]] = None,
+        pad_to_bucket_boundary: bool = False,
+        no_padding: bool = False,
+        drop_remainder: bool = False,
+    ) -> "Pipeline":
+        """Padded batches of elements of similar length (``Dataset.bucket_by_sequence_length``
+        with ``element_length_func`` the first dimension of ``input``): bucket ``i`` holds
+        lengths in ``[bucket_boundaries[i-1], bucket_boundaries[i])`` and batches
+        ``bucket_batch_sizes[i]`` elements (one more size than boundaries).
+        ``pad_to_bucket_boundary`` pads ``input`` (and the ``None`` dimensions of
+        ``padded_shapes``) to the boundary minus one; ``no_padding`` batches as :meth:`batch`."""
+        return self.stage(
+            "bucket_by_sequence_length",
+            input=input,
+            bucket_boundaries=list(bucket_boundaries),
+            bucket_batch_sizes=list(bucket_batch_sizes),
+            padded_shapes=_padded_shapes(padded_shapes),
+            padding_values=_padding_values(padding_values),
+            pad_to_bucket_boundary=pad_to_bucket_boundary,
+            no_padding=no_padding,
+            drop_remainder=drop_remainder,
+        )
+
     def decode_raw(self, input: str, out_type: str, little_endian: bool = True,
                    shape: Optional[Sequence[int]] = None,
                    output: Optional[str] = None) -> "Pipeline":
@@ -1225,6 +1278,22 @@ def _class_names(directory: str, labels: Any, class_names: Optional[Sequence[str
     return sorted(
         n for n in names if not n.startswith(".") and os.path.isdir(os.path.join(directory, n))
     )
+
+
+def _padded_shapes(
+    shapes: Optional[Mapping[str, Sequence[Optional[int]]]],
+) -> Optional[Dict[str, List[Any]]]:
+    """``padded_shapes`` as a stage spec writes them: ``None`` dimensions as ``"max"``."""
+    if shapes is None:
+        return None
+    return {name: ["max" if d is None else d for d in dims] for name, dims in shapes.items()}
+
+
+def _padding_values(values: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    """``padding_values`` as a stage spec writes them: bytes as text."""
+    if values is None:
+        return None
+    return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in values.items()}
 
 
 def from_tensor_slices(tensors: Union[Mapping[str, Any], Any]) -> Pipeline:
