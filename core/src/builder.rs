@@ -407,6 +407,131 @@ impl Dataset {
         Dataset::from_stage(spec, vec![self.clone()])
     }
 
+    /// tf.data's `flat_map` with a function returning elements, not a dataset: `f` maps
+    /// each element to any number of elements (none drops it), in order (sequentially; see
+    /// [`Dataset::flat_map_with`] for threads). An input with exactly one output keeps its
+    /// id; the outputs of an input with any other number get the ids `id.child(0..k)`.
+    ///
+    /// ```
+    /// use sluice_core::prelude::*;
+    ///
+    /// # fn main() -> sluice_core::Result<()> {
+    /// // Each n becomes n copies of itself.
+    /// let d = Dataset::range(0, 4).flat_map(|e| {
+    ///     let n = e.tensor("value").unwrap().as_i64().unwrap()[0];
+    ///     Ok(vec![e; n as usize])
+    /// });
+    /// let values: Vec<i64> = d
+    ///     .collect()?
+    ///     .iter()
+    ///     .map(|e| e.tensor("value").unwrap().as_i64().unwrap()[0])
+    ///     .collect();
+    /// assert_eq!(values, [1, 2, 2, 3, 3, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// In a pipeline file, a flat map is a `plugin` stage whose plugin returns many
+    /// elements (its kind `flat_map`): closures cannot be written there.
+    pub fn flat_map<F>(&self, f: F) -> Dataset
+    where
+        F: Fn(Element) -> Result<Vec<Element>> + Send + Sync + 'static,
+    {
+        self.flat_map_labelled(
+            MapSpec::default(),
+            std::any::type_name::<F>(),
+            move |e, _| f(e),
+        )
+    }
+
+    /// [`Dataset::flat_map`] on `spec.num_parallel` threads (in input order when
+    /// `spec.deterministic`, the default), `f` receiving the element's RNG (keyed by seed,
+    /// epoch, stage and element id: random outputs are the same at any parallelism).
+    pub fn flat_map_with<F>(&self, spec: MapSpec, f: F) -> Dataset
+    where
+        F: Fn(Element, &mut ElementRng) -> Result<Vec<Element>> + Send + Sync + 'static,
+    {
+        self.flat_map_labelled(spec, std::any::type_name::<F>(), f)
+    }
+
+    fn flat_map_labelled<F>(&self, spec: MapSpec, label: &str, f: F) -> Dataset
+    where
+        F: Fn(Element, &mut ElementRng) -> Result<Vec<Element>> + Send + Sync + 'static,
+    {
+        // A chunk map of one element per call: its threads, order, ids and records.
+        let chunks = MapChunksSpec {
+            chunk_size: 1,
+            num_parallel: spec.num_parallel,
+            deterministic: spec.deterministic,
+        };
+        let f: ChunkFn = Arc::new(move |chunk: Vec<Element>, rngs: &mut [ElementRng]| {
+            let mut out = Vec::new();
+            for ((i, e), rng) in chunk.into_iter().enumerate().zip(rngs.iter_mut()) {
+                out.extend(f(e, rng)?.into_iter().map(|o| (i, o)));
+            }
+            Ok(out)
+        });
+        Dataset::from_stage(
+            MapChunksStage::new(chunks, f, label).with_display_name("flat_map"),
+            vec![self.clone()],
+        )
+    }
+
+    /// tf.data's `scan`: `f` gets a state (starting as `initial_state` each epoch) to
+    /// change and each element in turn, and returns the output (`None` drops the element).
+    /// The state is an [`Element`]; it runs on the consumer's thread, in order. A resumed
+    /// run replays the input up to the checkpoint, so the state is the same as in the
+    /// uninterrupted run; an epoch with `scan` cannot be resumed elastically on another
+    /// number of hosts. Built-in ops (running count, cumulative sum, running mean) that
+    /// pipeline files can name: [`Dataset::scan_op`].
+    ///
+    /// ```
+    /// use sluice_core::prelude::*;
+    ///
+    /// # fn main() -> sluice_core::Result<()> {
+    /// let start = Element::new(ElementId::new(0, 0)).with("total", Tensor::scalar_i64(0));
+    /// let d = Dataset::range(1, 5).scan(start, |state, mut e| {
+    ///     let total = state.tensor("total").unwrap().as_i64().unwrap()[0]
+    ///         + e.tensor("value").unwrap().as_i64().unwrap()[0];
+    ///     state.insert("total", Tensor::scalar_i64(total));
+    ///     e.insert("total", Tensor::scalar_i64(total));
+    ///     Ok(Some(e))
+    /// });
+    /// let totals: Vec<i64> = d
+    ///     .collect()?
+    ///     .iter()
+    ///     .map(|e| e.tensor("total").unwrap().as_i64().unwrap()[0])
+    ///     .collect();
+    /// assert_eq!(totals, [1, 3, 6, 10]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn scan<F>(&self, initial_state: Element, f: F) -> Dataset
+    where
+        F: Fn(&mut Element, Element) -> Result<Option<Element>> + Send + Sync + 'static,
+    {
+        let label = std::any::type_name::<F>();
+        Dataset::from_stage(
+            crate::stages::scan::ScanStage::new(initial_state, Arc::new(f), label),
+            vec![self.clone()],
+        )
+    }
+
+    /// A built-in `scan` op (`count`, `cumsum`, `running_mean`; see
+    /// [`ScanSpec`](crate::prelude::ScanSpec)): what a pipeline file's `kind = "scan"` runs.
+    pub fn scan_op(&self, spec: crate::stages::scan::ScanSpec) -> Dataset {
+        Dataset::from_stage(spec.stage(), vec![self.clone()])
+    }
+
+    /// Resamples towards a target class distribution (tf.data's `rejection_resample`;
+    /// see [`RejectionResampleSpec`](crate::prelude::RejectionResampleSpec)).
+    pub fn rejection_resample(
+        &self,
+        spec: crate::stages::rejection_resample::RejectionResampleSpec,
+    ) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
     /// Numbers the elements from `start` in the `int64` feature `index` (tf.data's
     /// `enumerate`; see [`EnumerateSpec`](crate::stages::enumerate::EnumerateSpec)).
     pub fn enumerate(&self, start: i64) -> Dataset {

@@ -179,8 +179,12 @@ pub mod prelude {
         StringLookupSpec, TextOutput, TextSplit, TextVectorizationSpec, Token, Vocabulary,
         fingerprint_cat64, fingerprint64, one_input, to_hash_bucket_fast, to_hash_bucket_strong,
     };
+    pub use crate::stages::rejection_resample::{
+        ClassEstimator, RejectionResampleSpec, acceptance_probs,
+    };
     pub use crate::stages::repeat::RepeatSpec;
     pub use crate::stages::sample_from::SampleFromSpec;
+    pub use crate::stages::scan::{ScanFn, ScanOp, ScanSpec};
     pub use crate::stages::shard::ShardSpec;
     pub use crate::stages::shuffle::ShuffleSpec;
     pub use crate::stages::choose_from::ChooseFromSpec;

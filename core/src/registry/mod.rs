@@ -59,7 +59,9 @@ use crate::stages::preprocessing::{
     CategoryEncodingSpec, DecodeRawSpec, DiscretizationSpec, HashedCrossingSpec, HashingSpec,
     IntegerLookupSpec, NormalizationSpec, StringLookupSpec, TextVectorizationSpec,
 };
+use crate::stages::rejection_resample::RejectionResampleSpec;
 use crate::stages::repeat::RepeatSpec;
+use crate::stages::scan::ScanSpec;
 use crate::stages::shard::ShardSpec;
 use crate::stages::shuffle::ShuffleSpec;
 use crate::stages::skip::SkipSpec;
@@ -77,6 +79,8 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<RepeatSpec>(),
     StageKind::of::<TakeSpec>(),
     StageKind::of::<EnumerateSpec>(),
+    StageKind::of::<ScanSpec>(),
+    StageKind::of::<RejectionResampleSpec>(),
     StageKind::of::<SkipSpec>(),
     StageKind::of::<BatchSpec>(),
     StageKind::of::<PaddedBatchSpec>(),
