@@ -48,12 +48,14 @@ DIR/part.tfrecord-00000-of-0000N ... of tf.train.Example, rows dealt round-robin
 per element, or per row of a batch. Each value becomes a feature of the same name, flattened \
 in row-major order: byte strings a bytes_list, integers (u8, i32, i64) an int64_list, \
 floats (f32, f64) a float_list. Shapes are not stored: parse them back with a fixed_len \
-feature of the known shape.",
+feature of the known shape. --compression gzip|zlib compresses each shard as TensorFlow's \
+TFRecordWriter does (readers detect it).",
     after_help = "\
 Examples:
   sluice run examples/pipelines/augment.toml --data data/
   sluice run pipeline.toml --epochs 3 --json
   sluice run preprocess.toml --output prepared/ --shards 8
+  sluice run preprocess.toml --output s3://bucket/prepared/ --shards 8 --compression gzip
   sluice run pipeline.toml --take 100
   sluice run pipeline.toml --explain
   sluice run examples/pipelines/plugin_noise.toml --plugin-dir target/debug"
@@ -86,6 +88,12 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 1, requires = "output",
           value_parser = clap::value_parser!(u32).range(1..=99_999))]
     shards: u32,
+
+    /// How --output compresses its shards: none, gzip or zlib (TFRecordWriter's
+    /// compression_type; readers, Sluice's and TensorFlow's, detect it or are told).
+    #[arg(long, value_name = "TYPE", default_value = "none", requires = "output",
+          value_parser = output_compression)]
+    compression: Compression,
 
     /// Read the source's files from DIR instead of the file's `dir`.
     #[arg(long, value_name = "DIR")]
@@ -166,6 +174,17 @@ struct OutputSummary {
     dir: String,
     shards: u32,
     records: u64,
+    compression: &'static str,
+}
+
+/// `--compression`: what a writer can do (`auto` is for readers).
+fn output_compression(s: &str) -> std::result::Result<Compression, String> {
+    match s.parse::<Compression>() {
+        Ok(Compression::Auto) | Err(_) => Err(format!(
+            "{s:?} is not a compression to write: expected none, gzip or zlib"
+        )),
+        Ok(c) => Ok(c),
+    }
 }
 
 impl<'a> Summary<'a> {
@@ -533,6 +552,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         Some(dir) => Some(Shards::create(
             &sluice_storage::Location::parse(dir)?,
             args.shards,
+            args.compression,
         )?),
         None => None,
     };
@@ -573,6 +593,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         dir: args.output.clone().unwrap_or_default(),
         shards: args.shards,
         records,
+        compression: args.compression.name(),
     });
     summary.interrupted = ran.interrupted;
     let mut out = io::stdout().lock();
@@ -667,12 +688,12 @@ struct Shards {
 }
 
 impl Shards {
-    fn create(dir: &Location, shards: u32) -> Result<Shards> {
+    fn create(dir: &Location, shards: u32, compression: Compression) -> Result<Shards> {
         let writers = (0..shards)
             .map(|i| {
                 let at = dir.join(&format!("part.tfrecord-{i:05}-of-{shards:05}"));
                 let file = sluice_storage::create(&at, &Default::default())?;
-                Ok((at.display(), TfRecordWriter::new(file, Compression::None)?))
+                Ok((at.display(), TfRecordWriter::new(file, compression)?))
             })
             .collect::<Result<_>>()?;
         Ok(Shards {

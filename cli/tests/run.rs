@@ -303,6 +303,57 @@ fn output_writes_shards_of_examples_that_read_back() {
 }
 
 #[test]
+fn output_compresses_shards_as_tfrecord_writer_does() {
+    let data = data(false);
+    let work = tempfile::tempdir().unwrap();
+    let file = pipeline(work.path(), "prep.toml", data.path(), PARSE);
+    for (compression, magic) in [("gzip", &[0x1f, 0x8b][..]), ("zlib", &[0x78][..])] {
+        let out = work.path().join(compression);
+        let (code, stdout, stderr) = run(sluice()
+            .arg("run")
+            .arg(&file)
+            .arg("--output")
+            .arg(&out)
+            .args(["--shards", "2", "--compression", compression, "--json"]));
+        assert_eq!(code, 0, "{stderr}");
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(v["output"]["compression"], compression);
+        assert_eq!(v["output"]["records"], RECORDS as u64);
+        let shards: Vec<PathBuf> = (0..2)
+            .map(|i| out.join(format!("part.tfrecord-{i:05}-of-00002")))
+            .collect();
+        for shard in &shards {
+            let bytes = fs::read(shard).unwrap();
+            assert!(bytes.starts_with(magic), "{compression}: {:x?}", &bytes[..4]);
+        }
+        // Read back, compression detected: every record, each label once.
+        let (code, stdout, stderr) = run(sluice().arg("cat").args(&shards));
+        assert_eq!(code, 0, "{stderr}");
+        let mut labels: Vec<i64> = stdout
+            .lines()
+            .map(|l| {
+                let r: Value = serde_json::from_str(l).unwrap();
+                r["features"]["feature"]["label"]["int64List"]["value"][0]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        labels.sort();
+        assert_eq!(labels, (0..RECORDS as i64).collect::<Vec<_>>());
+    }
+    let (code, _, stderr) = run(sluice()
+        .arg("run")
+        .arg(&file)
+        .arg("--output")
+        .arg(work.path().join("x"))
+        .args(["--compression", "auto"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("expected none, gzip or zlib"), "{stderr}");
+}
+
+#[test]
 fn malformed_toml_is_reported_with_line_and_column() {
     let work = tempfile::tempdir().unwrap();
     let file = work.path().join("bad.toml");

@@ -611,16 +611,6 @@ impl Dataset {
         )
     }
 
-    /// Caches the first complete pass (see [`CacheSpec`]).
-    pub fn cache(&self, spec: CacheSpec) -> Dataset {
-        Dataset::from_stage(CacheStage::new(spec), vec![self.clone()])
-    }
-
-    /// Prefetches on a dedicated thread.
-    pub fn prefetch(&self, buffer_size: BufferSize) -> Dataset {
-        Dataset::from_stage(PrefetchSpec { buffer_size }, vec![self.clone()])
-    }
-}
     /// Each element from the dataset that `choices` names: tf.data's
     /// `choose_from_datasets(datasets, choice_dataset)`. Each element of `choices` holds
     /// the `int64` scalar `value` (as [`Dataset::range`] writes it), an index into
@@ -663,3 +653,13 @@ impl Dataset {
         Dataset::from_stage(spec, inputs)
     }
 
+    /// Caches the first complete pass (see [`CacheSpec`]).
+    pub fn cache(&self, spec: CacheSpec) -> Dataset {
+        Dataset::from_stage(CacheStage::new(spec), vec![self.clone()])
+    }
+
+    /// Prefetches on a dedicated thread.
+    pub fn prefetch(&self, buffer_size: BufferSize) -> Dataset {
+        Dataset::from_stage(PrefetchSpec { buffer_size }, vec![self.clone()])
+    }
+}

@@ -175,8 +175,8 @@ pub mod prelude {
     pub use crate::stages::preprocessing::{
         CategoryEncodingSpec, CrossingMode, DecodeRawSpec, DiscretizationSpec, EncodingMode,
         FeatureLayer, HashedCrossingSpec, HashingSpec, IntegerLookupSpec, LayerFn, LookupSpec,
-        LookupToken, Ngrams, NormalizationSpec, OovMethod, RawType, Salt, Standardize, Stat,
-        StringLookupSpec, TextOutput, TextSplit, TextVectorizationSpec, Token, Vocabulary,
+        LookupToken, Ngrams, NormalizationSpec, OovMethod, RawType, RegexReplaceSpec, Salt,
+        Standardize, Stat, StringLookupSpec, TextOutput, TextSplit, TextVectorizationSpec, Token, Vocabulary,
         fingerprint_cat64, fingerprint64, one_input, to_hash_bucket_fast, to_hash_bucket_strong,
     };
     pub use crate::stages::rejection_resample::{

@@ -31,6 +31,7 @@ __all__ = [
     "range",
     "zip",
     "sample_from_datasets",
+    "choose_from_datasets",
     "PipelineIterator",
     "TensorSpec",
     "tfrecord",
@@ -747,6 +748,9 @@ def _make_source(recipe: tuple) -> "_Source":
         inner = _sluice.source_concatenate(recipe[1]._dataset(), recipe[2]._dataset())
     elif kind == "sample_from":
         inner = _sluice.source_sample_from([p._dataset() for p in recipe[1]], *recipe[2:])
+    elif kind == "choose_from":
+        inner = _sluice.source_choose_from(
+            [p._dataset() for p in recipe[1]], recipe[2]._dataset(), recipe[3])
     elif kind == "fragment":
         # Stages without a source (sluice.ray.stages()): they run on batches given to them.
         return _Source(None, recipe)
@@ -1437,6 +1441,27 @@ def sample_from_datasets(
     _check_pipelines("sample_from_datasets", pipelines)
     w = [1.0] * len(pipelines) if weights is None else [float(x) for x in weights]
     return Pipeline(_make_source(("sample_from", pipelines, w, seed, bool(stop_on_empty_dataset))))
+
+
+def choose_from_datasets(
+    pipelines: Sequence[Pipeline],
+    choice: Union[Pipeline, Sequence[int]],
+    stop_on_empty_dataset: bool = True,
+) -> Pipeline:
+    """Each element from ``pipelines[i]`` for the next choice ``i``
+    (``Dataset.choose_from_datasets``). ``choice`` is a pipeline of elements
+    ``{"value": integer scalar}`` (e.g. ``sluice.range(3).repeat()`` for round robin) or a
+    list of indices. Ends when the choices end or, with ``stop_on_empty_dataset`` (the
+    default, as TensorFlow's), when a chosen pipeline is exhausted; otherwise that
+    pipeline is dropped and its later choices skipped. A choice out of range raises
+    ``InvalidDataError`` when it is reached."""
+    pipelines = list(pipelines)
+    _check_pipelines("choose_from_datasets", pipelines)
+    if not isinstance(choice, Pipeline):
+        values = [int(c) for c in choice]
+        choice = from_tensor_slices({"value": np.asarray(values, dtype=np.int64)})
+    _check_pipelines("choose_from_datasets", [choice])
+    return Pipeline(_make_source(("choose_from", pipelines, choice, bool(stop_on_empty_dataset))))
 
 
 def _plain(x: Any) -> Any:

@@ -53,6 +53,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(source::source_zip, m)?)?;
     m.add_function(wrap_pyfunction!(source::source_concatenate, m)?)?;
     m.add_function(wrap_pyfunction!(source::source_sample_from, m)?)?;
+    m.add_function(wrap_pyfunction!(source::source_choose_from, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::check_stage, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::check_options, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::build, m)?)?;

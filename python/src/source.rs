@@ -6,7 +6,9 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sluice_core::pipeline_file::{PipelineFile, SourceSpec};
-use sluice_core::prelude::{ConcatenateSpec, FilesSpec, RangeSpec, SampleFromSpec, ZipSpec};
+use sluice_core::prelude::{
+    ChooseFromSpec, ConcatenateSpec, FilesSpec, RangeSpec, SampleFromSpec, ZipSpec,
+};
 use sluice_core::{Dataset, Element, ElementId, Error, Tensor};
 
 use crate::pipeline::Built;
@@ -268,6 +270,33 @@ pub(crate) fn source_sample_from(
     };
     Ok(Source {
         kind: SourceKind::Dataset(Dataset::from_stage(spec, datasets(&inputs))),
+    })
+}
+
+/// Each element from the input that the next element of `choice` names by its integer
+/// scalar `value` (`Dataset.choose_from_datasets`); ends with `choice`, or when a chosen
+/// input is exhausted if `stop_on_empty`.
+#[pyfunction]
+#[pyo3(signature = (inputs, choice, stop_on_empty=true))]
+pub(crate) fn source_choose_from(
+    py: Python<'_>,
+    inputs: Vec<PyRef<'_, Built>>,
+    choice: PyRef<'_, Built>,
+    stop_on_empty: bool,
+) -> PyResult<Source> {
+    if inputs.is_empty() {
+        return Err(invalid(py, "choose_from_datasets: no pipelines given"));
+    }
+    let spec = ChooseFromSpec {
+        stop_on_empty,
+        ..ChooseFromSpec::default()
+    };
+    Ok(Source {
+        kind: SourceKind::Dataset(Dataset::choose_from_with(
+            spec,
+            datasets(&inputs),
+            &choice.dataset,
+        )),
     })
 }
 

@@ -288,3 +288,20 @@ def test_range_zip_concatenate_sample_from():
     assert got == [int(e["value"]) for e in mixed()]  # fixed by the seed
     with pytest.raises(sluice.InvalidArgumentError, match="one weight per pipeline"):
         sluice.sample_from_datasets([sluice.range(3)], [0.5, 0.5])
+
+
+def test_choose_from_datasets_as_tf_data():
+    # tests/fixtures/transformations/choose.json, case ([2, 5], [0, 1, 1] x 5): tf.data's
+    # values for both stop_on_empty_dataset settings.
+    inputs = [sluice.range(0, 2), sluice.range(100, 105)]
+    choices = [0, 1, 1] * 5
+    got = [int(e["value"]) for e in sluice.choose_from_datasets(inputs, choices)]
+    assert got == [0, 100, 101, 1, 102, 103]
+    got = sluice.choose_from_datasets(inputs, choices, stop_on_empty_dataset=False)
+    assert [int(e["value"]) for e in got] == [0, 100, 101, 1, 102, 103, 104]
+    # A pipeline of choices: round robin.
+    rr = sluice.choose_from_datasets(
+        [sluice.range(0, 3), sluice.range(10, 13)], sluice.range(2).repeat())
+    assert [int(e["value"]) for e in rr] == [0, 10, 1, 11, 2, 12]
+    with pytest.raises(sluice.InvalidDataError, match="selector index out of range: 2"):
+        list(sluice.choose_from_datasets(inputs, [0, 2]))

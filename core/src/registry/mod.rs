@@ -57,7 +57,8 @@ use crate::stages::parse_example::ParseExampleSpec;
 use crate::stages::prefetch::PrefetchSpec;
 use crate::stages::preprocessing::{
     CategoryEncodingSpec, DecodeRawSpec, DiscretizationSpec, HashedCrossingSpec, HashingSpec,
-    IntegerLookupSpec, NormalizationSpec, StringLookupSpec, TextVectorizationSpec,
+    IntegerLookupSpec, NormalizationSpec, RegexReplaceSpec, StringLookupSpec,
+    TextVectorizationSpec,
 };
 use crate::stages::rejection_resample::RejectionResampleSpec;
 use crate::stages::repeat::RepeatSpec;
@@ -101,6 +102,7 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<HashedCrossingSpec>(),
     StageKind::of::<TextVectorizationSpec>(),
     StageKind::of::<DecodeRawSpec>(),
+    StageKind::of::<RegexReplaceSpec>(),
 ];
 
 /// A stage as a front end writes it: a serde spec with its kind.

@@ -18,6 +18,7 @@
 //! | [`category_encoding`](CategoryEncodingSpec) | `CategoryEncoding` | `float32` one-hot, multi-hot or counts |
 //! | [`hashed_crossing`](HashedCrossingSpec) | `HashedCrossing` | `int64` bins of crossed features (or one-hot) |
 //! | [`decode_raw`](DecodeRawSpec) | `tf.io.decode_raw` | the bytes as typed values |
+//! | [`regex_replace`](RegexReplaceSpec) | `tf.strings.regex_replace` | the strings with the matches rewritten |
 //! | [`text_vectorization`](TextVectorizationSpec) | `TextVectorization` | `int64` padded token indices, or multi-hot / count vectors |
 
 pub mod adapt;
@@ -28,6 +29,7 @@ mod hashed_crossing;
 mod hashing;
 mod lookup;
 mod normalization;
+mod regex_replace;
 mod text_vectorization;
 
 use std::sync::Arc;
@@ -43,6 +45,7 @@ pub use lookup::{
     IntegerLookupSpec, LookupSpec, LookupToken, OovMethod, StringLookupSpec, Vocabulary,
 };
 pub use normalization::{NormalizationSpec, Stat};
+pub use regex_replace::RegexReplaceSpec;
 pub use text_vectorization::{Ngrams, Standardize, TextOutput, TextSplit, TextVectorizationSpec};
 
 use crate::dataset::Dataset;
