@@ -506,8 +506,9 @@ class Pipeline:
         with ``element_length_func`` the first dimension of ``input``): bucket ``i`` holds
         lengths in ``[bucket_boundaries[i-1], bucket_boundaries[i])`` and batches
         ``bucket_batch_sizes[i]`` elements (one more size than boundaries).
-        ``pad_to_bucket_boundary`` pads ``input`` (and the ``None`` dimensions of
-        ``padded_shapes``) to the boundary minus one; ``no_padding`` batches as :meth:`batch`."""
+        ``pad_to_bucket_boundary`` pads the first dimension of every value not in
+        ``padded_shapes`` (and its ``None`` dimensions) to the boundary minus one;
+        ``no_padding`` batches as :meth:`batch`."""
         return self.stage(
             "bucket_by_sequence_length",
             input=input,

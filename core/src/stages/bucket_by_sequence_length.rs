@@ -32,11 +32,13 @@ use crate::stream::BoxStream;
 ///
 /// `pad_to_bucket_boundary` pads to the bucket's boundary minus one rather than to the
 /// batch's longest; an element of the last bucket (as long as the last boundary or longer)
-/// is then an error when its batch is made, as in tf.data. tf.data pads every dimension
-/// its static shapes leave unknown so; Sluice has no static shapes, so it pads the first
-/// dimension of `input` and every `"max"` dimension of `padded_shapes` (name a feature
-/// there, `mask = ["max"]`, to pad it to the boundary too). `no_padding` batches as
-/// `batch` does (different lengths make a ragged value, where tf.data fails).
+/// is then an error when its batch is made, as in tf.data. tf.data pads so every
+/// dimension its static shapes leave unknown; Sluice has no static shapes, so it pads so
+/// the first dimension of every value (of rank ≥ 1) not listed in `padded_shapes` (a
+/// variable length, as `tokens` and a `mask` beside it) and every `"max"` dimension of
+/// `padded_shapes`: list a value of fixed length there with its size (`embedding = [8]`).
+/// `no_padding` batches as `batch` does (different lengths make a ragged value, where
+/// tf.data fails).
 ///
 /// ```toml
 /// [[stage]]
@@ -57,15 +59,17 @@ pub struct BucketBySequenceLengthSpec {
     /// Elements per batch of each bucket (each ≥ 1), one more than `bucket_boundaries`.
     pub bucket_batch_sizes: Vec<usize>,
     /// The padded shape per value name, sizes or `"max"` per dimension, as
-    /// `padded_batch`'s (with `pad_to_bucket_boundary`, `"max"` is the boundary minus one).
+    /// `padded_batch`'s (with `pad_to_bucket_boundary`, `"max"` is the boundary minus one,
+    /// and so is the first dimension of every value not listed).
     #[serde(default, with = "pad_dims")]
     #[schemars(with = "BTreeMap<String, Vec<PadDim>>")]
     pub padded_shapes: BTreeMap<String, Vec<Option<usize>>>,
     /// The padding value per value name (default 0 or `""`).
     #[serde(default)]
     pub padding_values: BTreeMap<String, PadValue>,
-    /// Pad `input` (and the `"max"` dimensions of `padded_shapes`) to the bucket's boundary
-    /// minus one rather than to the batch's longest (default false).
+    /// Pad the first dimension of the values not in `padded_shapes`, and its `"max"`
+    /// dimensions, to the bucket's boundary minus one rather than to the batch's longest
+    /// (default false).
     #[serde(default)]
     pub pad_to_bucket_boundary: bool,
     /// Batch without padding, as `batch` (default false).
@@ -292,14 +296,17 @@ impl Grouping for Buckets {
                     *d = Some(fill);
                 }
             }
-            if !spec.padded_shapes.contains_key(&spec.input) {
-                let rank = match items[0].get(&spec.input) {
-                    Some(Value::Dense(t)) => t.rank(),
-                    _ => 1,
-                };
-                let mut dims = vec![None; rank.max(1)];
-                dims[0] = Some(fill);
-                padding.padded_shapes.insert(spec.input.clone(), dims);
+            // The values not listed: their first dimension, the length tf.data's static
+            // shape leaves unknown, to the boundary too.
+            for (name, value) in items[0].iter() {
+                if let Value::Dense(t) = value
+                    && t.rank() >= 1
+                    && !spec.padded_shapes.contains_key(name)
+                {
+                    let mut dims = vec![None; t.rank()];
+                    dims[0] = Some(fill);
+                    padding.padded_shapes.insert(name.to_string(), dims);
+                }
             }
         }
         pad_and_stack(items, &padding)

@@ -255,7 +255,7 @@ fn scalar_key(e: &Element, name: &str) -> Result<i64> {
         return Err(Error::data_of(
             name,
             format!(
-                "group_by_window: key `{name}` must be int64, found {}",
+                "group_by_window: key `{name}` must be int64 (i64), found {}",
                 t.dtype()
             ),
         ));
