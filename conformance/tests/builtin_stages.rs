@@ -232,9 +232,7 @@ proptest! {
         let index = |v: &[i64]| v.iter().map(|&x| match x { 3 => 2, 1 => 3, 4 => 4, x => x % 2 }).collect();
         prop_assert_eq!(check_ordered(stage, p.n, index), Ok(()));
         prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
-        let buckets = |ds: Dataset| ds.preprocess(DiscretizationSpec {
-            input: "value".into(), output: None, bin_boundaries: vec![2.0, 10.0],
-        });
+        let buckets = |ds: Dataset| ds.preprocess(DiscretizationSpec::new("value", vec![2.0, 10.0]));
         let expect = |v: &[i64]| v.iter().map(|&x| i64::from(x >= 2) + i64::from(x >= 10)).collect::<Vec<i64>>();
         // Discretization writes int32: compared through the i64 view of the reference.
         let got: Vec<i64> = buckets(Dataset::range(0, p.n)).collect().unwrap().iter()

@@ -54,10 +54,11 @@ use crate::stages::image_ops::ImageOpsSpec;
 use crate::stages::interleave::InterleaveSpec;
 use crate::stages::padded_batch::PaddedBatchSpec;
 use crate::stages::parse_example::ParseExampleSpec;
+use crate::stages::parse_example::ParseSequenceExampleSpec;
 use crate::stages::prefetch::PrefetchSpec;
 use crate::stages::preprocessing::{
-    CategoryEncodingSpec, DecodeRawSpec, DiscretizationSpec, HashedCrossingSpec, HashingSpec,
-    IntegerLookupSpec, NormalizationSpec, RegexReplaceSpec, StringLookupSpec,
+    CategoryEncodingSpec, ClipSpec, DecodeRawSpec, DiscretizationSpec, HashedCrossingSpec, HashingSpec,
+    IntegerLookupSpec, Log1pSpec, NormalizationSpec, RegexReplaceSpec, StringLookupSpec,
     TextVectorizationSpec,
 };
 use crate::stages::rejection_resample::RejectionResampleSpec;
@@ -75,6 +76,7 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<ShardSpec>(),
     StageKind::of::<InterleaveSpec>(),
     StageKind::of::<ParseExampleSpec>(),
+    StageKind::of::<ParseSequenceExampleSpec>(),
     StageKind::of::<FilterSpec>(),
     StageKind::of::<ShuffleSpec>(),
     StageKind::of::<RepeatSpec>(),
@@ -95,6 +97,8 @@ pub static STAGES: &[StageKind] = &[
     StageKind::of::<PluginStageSpec>(),
     StageKind::of::<NormalizationSpec>(),
     StageKind::of::<DiscretizationSpec>(),
+    StageKind::of::<ClipSpec>(),
+    StageKind::of::<Log1pSpec>(),
     StageKind::of::<HashingSpec>(),
     StageKind::of::<StringLookupSpec>(),
     StageKind::of::<IntegerLookupSpec>(),

@@ -1,6 +1,12 @@
 //! `adapt`: one pass over a pipeline that learns what the Keras stages need (the analyze
 //! phase of TF Transform, Keras's `layer.adapt(data)`), saved as a small versioned JSON
-//! file the stages load (`normalization`'s `adapted`, a vocabulary's `{ adapted = ... }`).
+//! file the stages load (`normalization`'s `adapted`, a vocabulary's `{ adapted = ... }`,
+//! `discretization`'s `adapted`).
+//!
+//! What depends on how the data is cut into batches (Keras's `Discretization.adapt`
+//! summarizes batch by batch) takes each element read as one batch, as Keras's `adapt` does
+//! with a batched `tf.data.Dataset`: put the `batch` stage Keras would have before `adapt`
+//! (or give the analyzer a `batch_size`).
 //!
 //! ```
 //! # fn main() -> sluice_core::Result<()> {
@@ -22,11 +28,13 @@ use rustc_hash::FxHashMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use super::quantiles::QuantileSummary;
 use super::text_vectorization::{Ngrams, Standardize, TextSplit, Vectorizer};
+pub use super::token_counts::TokenCounts;
 use crate::dataset::Dataset;
 use crate::element::Value;
 use crate::error::{Error, Result};
-use crate::tensor::TensorData;
+use crate::tensor::{Tensor, TensorData};
 
 /// The format name and version a statistics file starts with.
 pub const FORMAT: &str = "sluice-adapt";
@@ -57,12 +65,24 @@ pub enum Analyzer {
         /// The lookup's OOV token (default `"[UNK]"`).
         #[serde(default = "unk")]
         oov_token: String,
+        /// Learn document frequencies too, for `output_mode = "tf_idf"` (Keras's adapt
+        /// with `output_mode="tf_idf"`): a tensor of rank 0 or 1 is one document, one of
+        /// rank 2 one document per row (default false).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        tf_idf: bool,
+        /// Distinct tokens held at most while counting (default: every one, exact). Exact
+        /// while the data has at most this many distinct tokens; past that the counts are
+        /// approximate (Misra-Gries: low by at most `tokens seen / (capacity + 1)`, every
+        /// more frequent token kept) and the statistics say `approximate`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capacity: Option<usize>,
     },
     /// The tokens of its texts, standardized and split as `text_vectorization` does:
     /// `TextVectorization.adapt`'s vocabulary (`max_tokens` counts its mask and OOV
     /// indices: `max_tokens - 2` tokens are kept).
     TextVocabulary {
-        /// The layer's size, its 2 special indices included (default: no limit).
+        /// The layer's size, its 2 special indices included (default: no limit; with
+        /// `tf_idf` Keras's layer has no mask index: `max_tokens - 1` tokens are kept).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_tokens: Option<usize>,
         /// As `text_vectorization`'s.
@@ -74,7 +94,88 @@ pub enum Analyzer {
         /// As `text_vectorization`'s.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ngrams: Option<Ngrams>,
+        /// Learn document frequencies too (each text a document), for
+        /// `output_mode = "tf_idf"` (default false).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        tf_idf: bool,
+        /// As `vocabulary`'s: distinct tokens held at most (default: every one, exact).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capacity: Option<usize>,
     },
+    /// Quantile boundaries of its values for `discretization` (Keras's
+    /// `Discretization(num_bins=, epsilon=).adapt`): Keras's approximate quantile summary,
+    /// computed as Keras computes it, so that the boundaries are Keras's bit for bit for
+    /// the same values in the same batches. Each element read is one batch (Keras's
+    /// `adapt` of a batched `tf.data.Dataset`: one `update_state` per batch), or every
+    /// `batch_size` elements are; values are cast to float32 first.
+    Quantiles {
+        /// Bins (boundaries: one fewer, or fewer when there are fewer distinct values).
+        num_bins: usize,
+        /// The summary's error tolerance (default 0.01, Keras's).
+        #[serde(default = "epsilon")]
+        epsilon: f64,
+        /// Elements per batch summarized (default: 1, each element a batch: batch the
+        /// pipeline as Keras's dataset was).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        batch_size: Option<usize>,
+        /// Batches read at most (Keras's `steps`; default: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        steps: Option<u64>,
+    },
+}
+
+fn epsilon() -> f64 {
+    0.01
+}
+
+impl Analyzer {
+    /// The quantiles analyzer with Keras's defaults (`epsilon` 0.01, each element a batch).
+    pub fn quantiles(num_bins: usize) -> Self {
+        Analyzer::Quantiles {
+            num_bins,
+            epsilon: epsilon(),
+            batch_size: None,
+            steps: None,
+        }
+    }
+
+    /// Whether its parameters make sense: an error naming the first that does not.
+    pub fn check(&self) -> Result<()> {
+        match self {
+            Analyzer::Quantiles {
+                num_bins,
+                epsilon,
+                batch_size,
+                ..
+            } => {
+                if *num_bins == 0 {
+                    return Err(Error::invalid("quantiles: `num_bins` must be at least 1"));
+                }
+                if !(*epsilon > 0.0 && *epsilon <= 1.0) {
+                    return Err(Error::invalid(format!(
+                        "quantiles: `epsilon` must be in (0, 1], not {epsilon}"
+                    )));
+                }
+                if *batch_size == Some(0) {
+                    return Err(Error::invalid("quantiles: `batch_size` must be at least 1"));
+                }
+                Ok(())
+            }
+            Analyzer::Vocabulary {
+                tf_idf: true,
+                capacity: Some(_),
+                ..
+            }
+            | Analyzer::TextVocabulary {
+                tf_idf: true,
+                capacity: Some(_),
+                ..
+            } => Err(Error::invalid(
+                "a vocabulary with `tf_idf` counts documents exactly: it takes no `capacity`",
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 fn one() -> usize {
@@ -119,6 +220,28 @@ pub enum Learnt {
         tokens: Vec<String>,
         /// How often each was seen.
         counts: Vec<u64>,
+        /// With `tf_idf`: in how many documents each was seen.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        document_counts: Option<Vec<u64>>,
+        /// With `tf_idf`: documents read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        documents: Option<u64>,
+        /// Whether the counts are approximate (a `capacity` was exceeded).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        approximate: bool,
+    },
+    /// `quantiles`: `discretization`'s boundaries.
+    Quantiles {
+        /// The bin boundaries (float32 values), increasing.
+        bin_boundaries: Vec<f64>,
+        /// The bins asked for.
+        num_bins: usize,
+        /// The summary's tolerance.
+        epsilon: f64,
+        /// Values summarized.
+        values: u64,
+        /// Batches summarized.
+        batches: u64,
     },
 }
 
@@ -188,9 +311,7 @@ impl Statistics {
     pub fn mean_variance(&self, feature: &str) -> Result<(f64, f64)> {
         match self.get(feature)? {
             Learnt::MeanVariance { mean, variance, .. } => Ok((*mean, *variance)),
-            Learnt::Vocabulary { .. } => Err(Error::invalid(format!(
-                "the statistics of `{feature}` are a vocabulary, not a mean and variance"
-            ))),
+            other => Err(other.not_a(feature, "a mean and variance")),
         }
     }
 
@@ -198,10 +319,62 @@ impl Statistics {
     pub fn vocabulary(&self, feature: &str) -> Result<&[String]> {
         match self.get(feature)? {
             Learnt::Vocabulary { tokens, .. } => Ok(tokens),
-            Learnt::MeanVariance { .. } => Err(Error::invalid(format!(
-                "the statistics of `{feature}` are a mean and variance, not a vocabulary"
-            ))),
+            other => Err(other.not_a(feature, "a vocabulary")),
         }
+    }
+
+    /// The bin boundaries learnt of `feature` (`quantiles`) and the bins asked for.
+    pub fn bin_boundaries(&self, feature: &str) -> Result<(&[f64], usize)> {
+        match self.get(feature)? {
+            Learnt::Quantiles {
+                bin_boundaries,
+                num_bins,
+                ..
+            } => Ok((bin_boundaries, *num_bins)),
+            other => Err(other.not_a(feature, "quantile boundaries")),
+        }
+    }
+
+    /// The inverse document frequencies of the vocabulary learnt of `feature` with
+    /// `tf_idf`, as Keras computes them: `log(1 + documents / (1 + document_count))` in
+    /// float64 (TensorFlow's `log`), cast to float32, in the vocabulary's order.
+    pub fn idf_weights(&self, feature: &str) -> Result<Vec<f32>> {
+        match self.get(feature)? {
+            Learnt::Vocabulary {
+                document_counts: Some(counts),
+                documents: Some(documents),
+                ..
+            } => {
+                let d = *documents as f64;
+                let x: Vec<f64> = counts.iter().map(|&c| 1.0 + d / (1.0 + c as f64)).collect();
+                Ok(super::eigen::log_f64(&x)
+                    .into_iter()
+                    .map(|w| w as f32)
+                    .collect())
+            }
+            Learnt::Vocabulary { .. } => Err(Error::invalid(format!(
+                "the vocabulary of `{feature}` was learnt without document frequencies: \
+                 adapt it with `tf_idf = true` (`sluice adapt --tf-idf`)"
+            ))),
+            other => Err(other.not_a(feature, "a vocabulary")),
+        }
+    }
+}
+
+impl Learnt {
+    fn what(&self) -> &'static str {
+        match self {
+            Learnt::MeanVariance { .. } => "a mean and variance",
+            Learnt::Vocabulary { .. } => "a vocabulary",
+            Learnt::Quantiles { .. } => "quantile boundaries",
+        }
+    }
+
+    fn not_a(&self, feature: &str, wanted: &str) -> Error {
+        Error::invalid(format!(
+            "the statistics of `{feature}` are {}, not {wanted}",
+            self.what()
+        ))
     }
 }
 
@@ -210,62 +383,187 @@ enum State {
     /// Welford's running mean and sum of squared deviations.
     Moments { count: u64, mean: f64, m2: f64 },
     Tokens {
-        counts: FxHashMap<Vec<u8>, u64>,
+        counts: TokenCounts,
         /// Tokens kept at most.
         keep: Option<usize>,
         /// Tokens left out (the mask and OOV tokens).
         special: Vec<Vec<u8>>,
         text: Option<Box<Vectorizer>>,
+        /// With `tf_idf`: document frequencies.
+        docs: Option<Documents>,
     },
+    Quantiles(Box<Quantiles>),
+}
+
+/// Document frequencies: in how many documents each token was seen.
+#[derive(Default)]
+struct Documents {
+    counts: FxHashMap<Vec<u8>, u64>,
+    documents: u64,
+    /// The distinct tokens of the document being read.
+    current: rustc_hash::FxHashSet<Vec<u8>>,
+}
+
+impl Documents {
+    fn see(&mut self, token: &[u8]) {
+        if !self.current.contains(token) {
+            self.current.insert(token.to_vec());
+        }
+    }
+
+    /// The document being read is over.
+    fn end(&mut self) {
+        self.documents += 1;
+        for t in self.current.drain() {
+            *self.counts.entry(t).or_insert(0) += 1;
+        }
+    }
+}
+
+/// A quantile summary being learnt, batch by batch.
+struct Quantiles {
+    summary: QuantileSummary,
+    num_bins: usize,
+    epsilon: f64,
+    batch_size: usize,
+    steps: Option<u64>,
+    /// Values of the batch being gathered, and its elements.
+    pending: Vec<f32>,
+    pending_elements: usize,
+    batches: u64,
+    values: u64,
+}
+
+impl Quantiles {
+    fn add(&mut self, t: &Tensor, name: &str) -> Result<()> {
+        if self.steps.is_some_and(|s| self.batches >= s) {
+            return Ok(());
+        }
+        // Keras casts each batch to float32 (`np.array(data).astype("float32")`).
+        match t.data() {
+            TensorData::F32(v) => self.pending.extend_from_slice(v),
+            TensorData::F64(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
+            TensorData::I64(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
+            TensorData::I32(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
+            TensorData::U8(v) => self.pending.extend(v.iter().map(|&x| f32::from(x))),
+            TensorData::Bytes(_) => {
+                return Err(Error::data_of(
+                    name,
+                    format!("adapt: `{name}` holds strings: quantiles need numbers"),
+                ));
+            }
+        }
+        self.pending_elements += 1;
+        if self.pending_elements == self.batch_size {
+            self.flush();
+        }
+        Ok(())
+    }
+
+    /// The gathered batch summarized and merged (Keras's `update_state`).
+    fn flush(&mut self) {
+        if self.pending_elements == 0 || self.steps.is_some_and(|s| self.batches >= s) {
+            return;
+        }
+        let batch = std::mem::take(&mut self.pending);
+        self.values += batch.len() as u64;
+        self.summary.update(batch, self.epsilon);
+        self.batches += 1;
+        self.pending_elements = 0;
+    }
+}
+
+/// The flat ranges of `t`'s documents: the whole tensor for rank 0 or 1, else each row.
+fn documents(value: &Value) -> Vec<std::ops::Range<usize>> {
+    match value {
+        Value::Dense(t) if t.rank() <= 1 => vec![0..t.len()],
+        Value::Dense(t) => {
+            let rows = t.shape()[0];
+            let width = if rows == 0 { 0 } else { t.len() / rows };
+            (0..rows).map(|r| r * width..(r + 1) * width).collect()
+        }
+        Value::Ragged(r) => {
+            let n = r.values.shape().first().copied().unwrap_or(0);
+            let inner = if n == 0 { 0 } else { r.values.len() / n };
+            r.row_splits
+                .windows(2)
+                .map(|w| w[0] as usize * inner..w[1] as usize * inner)
+                .collect()
+        }
+    }
 }
 
 /// Reads `dataset` once and learns what `spec` asks of its features.
 pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
-    let mut states: Vec<(String, State)> = spec
-        .features
-        .iter()
-        .map(|(name, a)| {
-            let state = match a {
-                Analyzer::MeanVariance => State::Moments {
-                    count: 0,
-                    mean: 0.0,
-                    m2: 0.0,
-                },
-                Analyzer::Vocabulary {
-                    max_tokens,
-                    num_oov_indices,
-                    mask_token,
-                    oov_token,
-                } => {
-                    let start = num_oov_indices + usize::from(mask_token.is_some());
-                    let mut special = vec![oov_token.clone().into_bytes()];
-                    special.extend(mask_token.iter().map(|m| m.clone().into_bytes()));
-                    State::Tokens {
-                        counts: FxHashMap::default(),
-                        keep: max_tokens.map(|m| m.saturating_sub(start)),
-                        special,
-                        text: None,
-                    }
+    let mut states: Vec<(String, State)> = Vec::with_capacity(spec.features.len());
+    for (name, a) in &spec.features {
+        a.check()
+            .map_err(|e| Error::invalid(format!("adapt: feature `{name}`: {e}")))?;
+        let state = match a {
+            Analyzer::MeanVariance => State::Moments {
+                count: 0,
+                mean: 0.0,
+                m2: 0.0,
+            },
+            Analyzer::Vocabulary {
+                max_tokens,
+                num_oov_indices,
+                mask_token,
+                oov_token,
+                tf_idf,
+                capacity,
+            } => {
+                // Keras's lookups have a mask index only with `output_mode="int"`.
+                let start = num_oov_indices + usize::from(mask_token.is_some() && !tf_idf);
+                let mut special = vec![oov_token.clone().into_bytes()];
+                special.extend(mask_token.iter().map(|m| m.clone().into_bytes()));
+                State::Tokens {
+                    counts: TokenCounts::new(*capacity),
+                    keep: max_tokens.map(|m| m.saturating_sub(start)),
+                    special,
+                    text: None,
+                    docs: tf_idf.then(Documents::default),
                 }
-                Analyzer::TextVocabulary {
-                    max_tokens,
-                    standardize,
-                    split,
-                    ngrams,
-                } => State::Tokens {
-                    counts: FxHashMap::default(),
-                    keep: max_tokens.map(|m| m.saturating_sub(2)),
-                    special: vec![Vec::new(), b"[UNK]".to_vec()],
-                    text: Some(Box::new(Vectorizer::tokenizer(
-                        *standardize,
-                        *split,
-                        ngrams.clone(),
-                    ))),
-                },
-            };
-            (name.clone(), state)
-        })
-        .collect();
+            }
+            Analyzer::TextVocabulary {
+                max_tokens,
+                standardize,
+                split,
+                ngrams,
+                tf_idf,
+                capacity,
+            } => State::Tokens {
+                counts: TokenCounts::new(*capacity),
+                // Keras keeps `max_tokens - 2` tokens (the mask "" and OOV); with tf_idf
+                // its lookup has no mask index (`max_tokens - 1`).
+                keep: max_tokens.map(|m| m.saturating_sub(if *tf_idf { 1 } else { 2 })),
+                special: vec![Vec::new(), b"[UNK]".to_vec()],
+                text: Some(Box::new(Vectorizer::tokenizer(
+                    *standardize,
+                    *split,
+                    ngrams.clone(),
+                ))),
+                docs: tf_idf.then(Documents::default),
+            },
+            Analyzer::Quantiles {
+                num_bins,
+                epsilon,
+                batch_size,
+                steps,
+            } => State::Quantiles(Box::new(Quantiles {
+                summary: QuantileSummary::new(),
+                num_bins: *num_bins,
+                epsilon: *epsilon,
+                batch_size: batch_size.unwrap_or(1),
+                steps: *steps,
+                pending: Vec::new(),
+                pending_elements: 0,
+                batches: 0,
+                values: 0,
+            })),
+        };
+        states.push((name.clone(), state));
+    }
     let mut elements = 0u64;
     let (mut buf, mut words) = (Vec::new(), Vec::new());
     for item in dataset.iter()? {
@@ -304,26 +602,47 @@ pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
                         }
                     }
                 }
-                State::Tokens { counts, text, .. } => {
-                    let mut count = |tok: &[u8]| {
-                        if let Some(c) = counts.get_mut(tok) {
-                            *c += 1;
-                        } else {
-                            counts.insert(tok.to_vec(), 1);
+                State::Quantiles(q) => q.add(&t, name)?,
+                State::Tokens {
+                    counts, text, docs, ..
+                } => {
+                    let mut see = |tok: &[u8], docs: &mut Option<Documents>| {
+                        counts.add(tok);
+                        if let Some(d) = docs {
+                            d.see(tok);
                         }
                     };
                     match (t.data(), text) {
                         (TensorData::Bytes(v), Some(tokenizer)) => {
+                            // Each text is a document.
                             for text in v.iter() {
-                                tokenizer.each_token(text, &mut buf, &mut words, &mut count)?;
+                                tokenizer.each_token(text, &mut buf, &mut words, |tok| {
+                                    see(tok, docs)
+                                })?;
+                                if let Some(d) = docs {
+                                    d.end();
+                                }
                             }
                         }
-                        (TensorData::Bytes(v), None) => v.iter().for_each(|b| count(b)),
-                        (TensorData::I64(v), None) => {
-                            v.iter().for_each(|x| count(x.to_string().as_bytes()))
-                        }
-                        (TensorData::I32(v), None) => {
-                            v.iter().for_each(|x| count(x.to_string().as_bytes()))
+                        (data @ (TensorData::Bytes(_) | TensorData::I64(_) | TensorData::I32(_)), None) => {
+                            let ranges = if docs.is_some() {
+                                documents(value)
+                            } else {
+                                vec![0..t.len()]
+                            };
+                            for range in ranges {
+                                for i in range {
+                                    match data {
+                                        TensorData::Bytes(v) => see(&v[i], docs),
+                                        TensorData::I64(v) => see(v[i].to_string().as_bytes(), docs),
+                                        TensorData::I32(v) => see(v[i].to_string().as_bytes(), docs),
+                                        _ => unreachable!("matched above"),
+                                    }
+                                }
+                                if let Some(d) = docs {
+                                    d.end();
+                                }
+                            }
                         }
                         _ => {
                             return Err(Error::data_of(
@@ -348,13 +667,30 @@ pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
                     mean,
                     variance: if count > 0 { m2 / count as f64 } else { 0.0 },
                 },
+                State::Quantiles(mut q) => {
+                    q.flush();
+                    Learnt::Quantiles {
+                        bin_boundaries: q
+                            .summary
+                            .bin_boundaries(q.num_bins)
+                            .into_iter()
+                            .map(f64::from)
+                            .collect(),
+                        num_bins: q.num_bins,
+                        epsilon: q.epsilon,
+                        values: q.values,
+                        batches: q.batches,
+                    }
+                }
                 State::Tokens {
                     counts,
                     keep,
                     special,
+                    docs,
                     ..
                 } => {
-                    let mut all: Vec<(Vec<u8>, u64)> = counts.into_iter().collect();
+                    let approximate = counts.is_approximate();
+                    let mut all = counts.into_counts();
                     // Without the special tokens; most frequent first, ties by token,
                     // greatest first (Keras's order: np.lexsort((tokens, counts))[::-1]).
                     all.retain(|(t, _)| !special.contains(t));
@@ -362,11 +698,22 @@ pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
                     if let Some(k) = keep {
                         all.truncate(k);
                     }
+                    let document_counts = docs.as_ref().map(|d| {
+                        all.iter()
+                            .map(|(t, _)| d.counts.get(t).copied().unwrap_or(0))
+                            .collect()
+                    });
                     let (tokens, counts) = all
                         .into_iter()
                         .map(|(t, c)| (String::from_utf8_lossy(&t).into_owned(), c))
                         .unzip();
-                    Learnt::Vocabulary { tokens, counts }
+                    Learnt::Vocabulary {
+                        tokens,
+                        counts,
+                        document_counts,
+                        documents: docs.map(|d| d.documents),
+                        approximate,
+                    }
                 }
             };
             (name, learnt)

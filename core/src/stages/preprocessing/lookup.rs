@@ -71,6 +71,19 @@ pub(crate) fn read_vocabulary<T: LookupToken>(
     }
 }
 
+/// What a lookup outputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LookupOutput {
+    /// Indices (the default).
+    #[default]
+    Int,
+    /// One `float32` vector per sample (the last axis): each index's count times its
+    /// inverse document frequency.
+    #[serde(alias = "tf-idf")]
+    TfIdf,
+}
+
 /// How integer out-of-vocabulary values are spread over several OOV indices.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -134,6 +147,13 @@ impl LookupToken for i64 {
 /// num_oov_indices` (or its hash with `oov_method = "farmhash"`); with none, an unknown
 /// token is an error. Output: `int64` indices (`invert`: the tokens), the input's shape.
 ///
+/// `output_mode = "tf_idf"` (Keras's, without a mask token): one `float32` vector per sample
+/// (a scalar or `[k]` is one sample, `[n, k]` is `n`) over the OOV indices then the
+/// vocabulary, each index's count times its inverse document frequency: the `idf_weights`
+/// given (one per vocabulary token; the OOV indices weigh their average), or with
+/// `vocabulary = { adapted = ... }` the ones learnt by `adapt` with `tf_idf` (Keras's
+/// `log(1 + documents / (1 + document_count))`, the OOV indices weighing their mean).
+///
 /// ```toml
 /// [[stage]]
 /// kind = "string_lookup"
@@ -171,6 +191,12 @@ pub struct LookupSpec<T> {
     /// Integers: how OOV values pick their index (default `floormod`).
     #[serde(default)]
     pub oov_method: OovMethod,
+    /// `int` (default) or `tf_idf`.
+    #[serde(default)]
+    pub output_mode: LookupOutput,
+    /// `tf_idf` with a given vocabulary: each token's inverse document frequency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idf_weights: Option<Vec<f64>>,
 }
 
 /// `StringLookup`.
@@ -195,6 +221,8 @@ impl<T: LookupToken> LookupSpec<T> {
             invert: false,
             salt: None,
             oov_method: OovMethod::Floormod,
+            output_mode: LookupOutput::Int,
+            idf_weights: None,
         }
     }
 
@@ -240,6 +268,26 @@ where
 
     fn validate(&self) -> std::result::Result<(), Invalid> {
         check_input(T::KIND, &self.input)?;
+        let adapted = matches!(self.vocabulary, Vocabulary::Adapted { .. });
+        let why = match (self.output_mode, &self.idf_weights) {
+            (LookupOutput::Int, Some(_)) => Some("`idf_weights` is for `output_mode = \"tf_idf\"`"),
+            (LookupOutput::TfIdf, _) if self.invert => {
+                Some("`output_mode = \"tf_idf\"` does not `invert`")
+            }
+            (LookupOutput::TfIdf, _) if self.mask_token.is_some() => {
+                Some("`output_mode = \"tf_idf\"` is supported without a `mask_token`")
+            }
+            (LookupOutput::TfIdf, None) if !adapted => Some(
+                "`output_mode = \"tf_idf\"` with a given vocabulary needs its `idf_weights` (or an adapted vocabulary)",
+            ),
+            (LookupOutput::TfIdf, Some(_)) if adapted => {
+                Some("an adapted vocabulary brings its own idf weights: drop `idf_weights`")
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Err(Invalid::at("output_mode", format!("{}: {why}", T::KIND)));
+        }
         // An inline vocabulary is checked here; a file when the stage starts.
         if matches!(self.vocabulary, Vocabulary::Tokens(_))
             && let Err(e) = self.table()
@@ -387,10 +435,83 @@ macro_rules! lookup_layer {
 
             fn layer(&self) -> Result<LayerFn> {
                 let lookup = Lookup::<$t>::new(self)?;
+                if self.output_mode == LookupOutput::TfIdf {
+                    let idf = self.idf()?;
+                    return Ok(super::one_input(move |t| tf_idf(&lookup.call(t)?, &idf)));
+                }
                 Ok(super::one_input(move |t| lookup.call(t)))
             }
         }
     };
+}
+
+impl<T: LookupToken> LookupSpec<T> {
+    /// `tf_idf`: the weight of each output column (the OOV indices, then the vocabulary).
+    fn idf(&self) -> Result<Vec<f32>> {
+        use super::text_vectorization::with_oov_weights;
+        let n = self.num_oov_indices;
+        match &self.vocabulary {
+            Vocabulary::Adapted { adapted } => {
+                let idf = super::adapt::Statistics::load(adapted)?.idf_weights(&self.input)?;
+                Ok(with_oov_weights(idf, None, n))
+            }
+            _ => {
+                let w = self.idf_weights.as_deref().unwrap_or_default();
+                let tokens = self.tokens()?.len();
+                if w.len() != tokens {
+                    return Err(Error::invalid(format!(
+                        "{} idf weights for {tokens} vocabulary tokens",
+                        w.len()
+                    )));
+                }
+                Ok(with_oov_weights(
+                    w.iter().map(|&x| x as f32).collect(),
+                    Some(w),
+                    n,
+                ))
+            }
+        }
+    }
+}
+
+/// Keras's `tf_idf` of lookup indices: per sample (the last axis; a scalar or `[k]` is one
+/// sample) the count of each index times its weight, `float32` `[..., depth]`.
+fn tf_idf(indices: &Tensor, idf: &[f32]) -> Result<Tensor> {
+    let TensorData::I64(v) = indices.data() else {
+        return Err(wrong_dtype(indices, "indices"));
+    };
+    let depth = idf.len();
+    let shape = indices.shape();
+    if shape.len() > 2 {
+        return Err(Error::invalid(format!(
+            "shape {shape:?}: `tf_idf` takes a scalar, `[k]` or `[n, k]`"
+        )));
+    }
+    let (rows, width) = match shape {
+        [] => (1, 1),
+        [k] => (1, *k),
+        [n, k] => (*n, *k),
+        _ => unreachable!("rank checked"),
+    };
+    let mut counts = vec![0i64; rows * depth];
+    for r in 0..rows {
+        for &i in &v[r * width..(r + 1) * width] {
+            if i >= 0 && (i as usize) < depth {
+                counts[r * depth + i as usize] += 1;
+            }
+        }
+    }
+    let out: Vec<f32> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| c as f32 * idf[i % depth])
+        .collect();
+    let out_shape = if shape.len() == 2 {
+        vec![rows, depth]
+    } else {
+        vec![depth]
+    };
+    Ok(Tensor::new(&out_shape, TensorData::F32(out.into()))?)
 }
 
 lookup_layer!(String);

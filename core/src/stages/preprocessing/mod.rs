@@ -19,22 +19,30 @@
 //! | [`hashed_crossing`](HashedCrossingSpec) | `HashedCrossing` | `int64` bins of crossed features (or one-hot) |
 //! | [`decode_raw`](DecodeRawSpec) | `tf.io.decode_raw` | the bytes as typed values |
 //! | [`regex_replace`](RegexReplaceSpec) | `tf.strings.regex_replace` | the strings with the matches rewritten |
-//! | [`text_vectorization`](TextVectorizationSpec) | `TextVectorization` | `int64` padded token indices, or multi-hot / count vectors |
+//! | [`text_vectorization`](TextVectorizationSpec) | `TextVectorization` | `int64` padded token indices, or multi-hot / count vectors (`tf_idf`: `float32`) |
+//! | [`clip`](ClipSpec) | `tf.clip_by_value` | the numbers clipped, dtype kept |
+//! | [`log1p`](Log1pSpec) | `tf.math.log1p` | `log(1 + x)`, float32 / float64 |
 
 pub mod adapt;
 mod category_encoding;
+mod clip;
 mod decode_raw;
 mod discretization;
+mod eigen;
 mod hashed_crossing;
 mod hashing;
+mod log1p;
 mod lookup;
 mod normalization;
+mod quantiles;
 mod regex_replace;
 mod text_vectorization;
+mod token_counts;
 
 use std::sync::Arc;
 
 pub use category_encoding::{CategoryEncodingSpec, EncodingMode};
+pub use clip::ClipSpec;
 pub use decode_raw::{DecodeRawSpec, RawType};
 pub use discretization::DiscretizationSpec;
 pub use hashed_crossing::{CrossingMode, HashedCrossingSpec, fingerprint_cat64};
@@ -42,8 +50,10 @@ pub use hashing::{
     HashingSpec, Salt, Token, fingerprint64, to_hash_bucket_fast, to_hash_bucket_strong,
 };
 pub use lookup::{
-    IntegerLookupSpec, LookupSpec, LookupToken, OovMethod, StringLookupSpec, Vocabulary,
+    IntegerLookupSpec, LookupOutput, LookupSpec, LookupToken, OovMethod, StringLookupSpec,
+    Vocabulary,
 };
+pub use log1p::Log1pSpec;
 pub use normalization::{NormalizationSpec, Stat};
 pub use regex_replace::RegexReplaceSpec;
 pub use text_vectorization::{Ngrams, Standardize, TextOutput, TextSplit, TextVectorizationSpec};

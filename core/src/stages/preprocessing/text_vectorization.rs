@@ -53,6 +53,10 @@ pub enum TextOutput {
     MultiHot,
     /// One vector per text: how often it holds each token.
     Count,
+    /// One `float32` vector per text: each token's count times its inverse document
+    /// frequency (`idf_weights`, or learnt by `adapt` with `tf_idf`).
+    #[serde(alias = "tf-idf")]
+    TfIdf,
 }
 
 /// N-grams: up to `n`, or these widths.
@@ -71,8 +75,14 @@ pub enum Ngrams {
 /// appended (width after width, joined by a space), then looked up (`""` is 0, an unknown
 /// token `1`, the vocabulary from 2). `output_mode = "int"` pads with 0 or cuts to
 /// `output_sequence_length` (without one, a batch pads to its longest text);
-/// `"multi_hot"` and `"count"` give one vector per text over `[OOV] + vocabulary`. A scalar
-/// is one text; a batch of texts is `[n]` or `[n, 1]`. Output: `int64`.
+/// `"multi_hot"` and `"count"` give one vector per text over `[OOV] + vocabulary`;
+/// `"tf_idf"` the counts times each token's inverse document frequency in `float32`: the
+/// `idf_weights` given (one per vocabulary token; the OOV column weighs their average), or
+/// with `vocabulary = { adapted = ... }` the ones Keras's `adapt` computes from the document
+/// frequencies learnt (`sluice adapt --text-vocabulary F --tf-idf`):
+/// `log(1 + documents / (1 + document_count))`, the OOV column weighing their mean. A
+/// scalar is one text; a batch of texts is `[n]` or `[n, 1]`. Output: `int64` (`tf_idf`:
+/// `float32`).
 ///
 /// ```toml
 /// [[stage]]
@@ -80,6 +90,12 @@ pub enum Ngrams {
 /// input = "review"
 /// vocabulary = "vocab.txt"
 /// output_sequence_length = 200
+///
+/// [[stage]]
+/// kind = "text_vectorization"
+/// input = "review"
+/// vocabulary = { adapted = "stats.json" }   # sluice adapt ... --text-vocabulary review --tf-idf
+/// output_mode = "tf_idf"
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -101,9 +117,12 @@ pub struct TextVectorizationSpec {
     /// N-grams to add (default: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ngrams: Option<Ngrams>,
-    /// `int` (default), `multi_hot` or `count`.
+    /// `int` (default), `multi_hot`, `count` or `tf_idf`.
     #[serde(default)]
     pub output_mode: TextOutput,
+    /// `tf_idf` with a given vocabulary: each token's inverse document frequency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idf_weights: Option<Vec<f64>>,
     /// `int`: the length every sequence is padded or cut to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_sequence_length: Option<usize>,
@@ -135,6 +154,42 @@ impl Spec for TextVectorizationSpec {
             ));
         }
         check_num_parallel(Self::KIND, self.num_parallel)?;
+        let adapted = matches!(self.vocabulary, Vocabulary::Adapted { .. });
+        match (self.output_mode, &self.idf_weights) {
+            (TextOutput::TfIdf, None) if !adapted => {
+                return Err(Invalid::at(
+                    "idf_weights",
+                    "text_vectorization: `output_mode = \"tf_idf\"` with a given vocabulary needs its `idf_weights` (or an adapted vocabulary, `{ adapted = ... }`)",
+                ));
+            }
+            (TextOutput::TfIdf, Some(_)) if adapted => {
+                return Err(Invalid::at(
+                    "idf_weights",
+                    "text_vectorization: an adapted vocabulary brings its own idf weights: drop `idf_weights`",
+                ));
+            }
+            (TextOutput::TfIdf, Some(w)) => {
+                if let Vocabulary::Tokens(t) = &self.vocabulary
+                    && t.len() != w.len()
+                {
+                    return Err(Invalid::at(
+                        "idf_weights",
+                        format!(
+                            "text_vectorization: {} idf weights for {} vocabulary tokens",
+                            w.len(),
+                            t.len()
+                        ),
+                    ));
+                }
+            }
+            (_, Some(_)) => {
+                return Err(Invalid::at(
+                    "idf_weights",
+                    "text_vectorization: `idf_weights` is for `output_mode = \"tf_idf\"`",
+                ));
+            }
+            _ => {}
+        }
         if self.output_sequence_length.is_some() && self.output_mode != TextOutput::Int {
             return Err(Invalid::at(
                 "output_sequence_length",
@@ -185,6 +240,8 @@ pub(crate) struct Vectorizer {
     /// Token → index (from 2).
     table: FxHashMap<Vec<u8>, i64>,
     widths: Vec<usize>,
+    /// `tf_idf`: the weight of each column (OOV, then the vocabulary).
+    idf: Vec<f32>,
 }
 
 /// What standardizing makes of each byte (256: it is left out).
@@ -230,6 +287,7 @@ impl Vectorizer {
             output_sequence_length: None,
             table: FxHashMap::default(),
             widths: widths(&ngrams),
+            idf: Vec::new(),
         }
     }
 
@@ -371,7 +429,7 @@ impl Vectorizer {
                     for &i in row {
                         if i >= 1 {
                             let cell = &mut out[r * depth + (i - 1) as usize];
-                            *cell = if mode == TextOutput::Count {
+                            *cell = if matches!(mode, TextOutput::Count | TextOutput::TfIdf) {
                                 *cell + 1
                             } else {
                                 1
@@ -380,6 +438,14 @@ impl Vectorizer {
                     }
                 }
                 let shape = if scalar { vec![depth] } else { vec![n, depth] };
+                if mode == TextOutput::TfIdf {
+                    let weighted: Vec<f32> = out
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &c)| c as f32 * self.idf[i % depth])
+                        .collect();
+                    return Ok(Tensor::new(&shape, TensorData::F32(weighted.into()))?);
+                }
                 Ok(Tensor::new(&shape, TensorData::I64(out.into()))?)
             }
         }
@@ -401,6 +467,28 @@ impl FeatureLayer for TextVectorizationSpec {
 
     fn layer(&self) -> Result<LayerFn> {
         let tokens = super::lookup::read_vocabulary(&self.vocabulary, &self.input)?;
+        let idf = match (self.output_mode, &self.vocabulary) {
+            (TextOutput::TfIdf, Vocabulary::Adapted { adapted }) => {
+                super::adapt::Statistics::load(adapted)?.idf_weights(&self.input)?
+            }
+            (TextOutput::TfIdf, _) => {
+                let w = self.idf_weights.as_deref().unwrap_or_default();
+                if w.len() != tokens.len() {
+                    return Err(Error::invalid(format!(
+                        "{} idf weights for {} vocabulary tokens",
+                        w.len(),
+                        tokens.len()
+                    )));
+                }
+                w.iter().map(|&x| x as f32).collect()
+            }
+            _ => Vec::new(),
+        };
+        let idf = match (self.output_mode, &self.vocabulary) {
+            (TextOutput::TfIdf, Vocabulary::Adapted { .. }) => with_oov_weight(idf, None),
+            (TextOutput::TfIdf, _) => with_oov_weight(idf, self.idf_weights.as_deref()),
+            _ => idf,
+        };
         let mut table = FxHashMap::default();
         for (i, t) in tokens.into_iter().enumerate() {
             if t.is_empty() {
@@ -421,7 +509,26 @@ impl FeatureLayer for TextVectorizationSpec {
             output_sequence_length: self.output_sequence_length,
             table,
             widths: widths(&self.ngrams),
+            idf,
         };
         Ok(one_input(move |t| v.call(t)))
     }
+}
+
+/// The idf weights of the vocabulary's tokens with the OOV column's in front, as Keras pads
+/// them: the average of the weights given (`np.average` of `given`, in float64), or for
+/// adapted ones (`given` is `None`) TensorFlow's `reduce_mean` of the float32 weights.
+pub(crate) fn with_oov_weight(idf: Vec<f32>, given: Option<&[f64]>) -> Vec<f32> {
+    with_oov_weights(idf, given, 1)
+}
+
+/// [`with_oov_weight`] with `n` OOV columns.
+pub(crate) fn with_oov_weights(idf: Vec<f32>, given: Option<&[f64]>, n: usize) -> Vec<f32> {
+    let mean = match given {
+        Some(w) => (w.iter().sum::<f64>() / w.len() as f64) as f32,
+        None => super::eigen::sum_f32(&idf) / idf.len() as f32,
+    };
+    let mut out = vec![mean; n];
+    out.extend(idf);
+    out
 }
