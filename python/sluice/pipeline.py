@@ -317,6 +317,41 @@ class Pipeline:
         np_json = json.dumps(_num_parallel(num_parallel) or "sequential")
         return self._then(("filter", predicate, np_json, bool(deterministic), bool(with_seed)))
 
+    def flat_map(
+        self,
+        fn: Callable[..., Iterable[Mapping[str, Any]]],
+        num_parallel: NumParallel = None,
+        deterministic: bool = True,
+        with_seed: bool = False,
+    ) -> "Pipeline":
+        """Maps every element to any number of elements: ``fn(element)`` returns an
+        iterable of dicts (none drops the element), in order (``Dataset.flat_map`` with a
+        function returning elements rather than a dataset). ``with_seed`` as in
+        :meth:`map`; see :meth:`map` for the cost of Python code. In a pipeline file a flat
+        map is a ``plugin`` stage whose plugin returns many elements."""
+        if not callable(fn):
+            raise InvalidArgumentError(f"flat_map: {fn!r} is not callable")
+        np_json = json.dumps(_num_parallel(num_parallel) or "sequential")
+        return self._then(("flat_map", fn, np_json, bool(deterministic), bool(with_seed)))
+
+    def scan(
+        self,
+        initial_state: Mapping[str, Any],
+        fn: Callable[[Dict[str, Any], Dict[str, Any]], Any],
+    ) -> "Pipeline":
+        """Carries a state through the elements (``Dataset.scan``): ``fn(state, element)``
+        returns ``(new_state, output)``, both dicts of arrays (``output`` ``None`` drops the
+        element). The state starts as ``initial_state`` each epoch; a resumed run replays
+        the input up to its checkpoint, so the state is what it was. Runs in order on one
+        thread. For a running count, cumulative sum or running mean see :meth:`scan_op`."""
+        if not callable(fn):
+            raise InvalidArgumentError(f"scan: {fn!r} is not callable")
+        if not isinstance(initial_state, Mapping):
+            raise InvalidArgumentError(
+                f"scan: initial_state must be a dict of feature name -> array, not "
+                f"{type(initial_state).__name__}")
+        return self._then(("scan", fn, dict(initial_state)))
+
     def batch(
         self,
         batch_size: int,
@@ -534,6 +569,28 @@ class Pipeline:
         """Numbers the elements from ``start`` in the int64 feature ``output``
         (``tf.data.Dataset.enumerate``; a resumed run goes on counting)."""
         return self.stage("enumerate", start=start, output=output)
+
+    def scan_op(self, op: str, input: Optional[str] = None,
+                output: Optional[str] = None) -> "Pipeline":
+        """A built-in ``scan`` (a pipeline file's ``kind = "scan"``): ``"count"`` (1, 2, 3,
+        ... in ``output``, default ``count``), ``"cumsum"`` or ``"running_mean"`` of the
+        feature ``input`` (``output`` default: replaces it)."""
+        return self.stage("scan", op=op, input=input, output=output)
+
+    def rejection_resample(self, class_feature: str, target_dist: Sequence[float],
+                           initial_dist: Optional[Sequence[float]] = None,
+                           seed: Optional[int] = None) -> "Pipeline":
+        """Resamples so that the int64 scalar feature ``class_feature`` follows
+        ``target_dist`` (``Dataset.rejection_resample`` with TensorFlow's acceptance
+        probabilities; the input's distribution ``initial_dist`` estimated online when not
+        given). Keeps the elements (TensorFlow's pairs' second half); seeded by ``seed`` or
+        the pipeline's seed."""
+        return self.stage("rejection_resample", **{
+            "class": class_feature,
+            "target_dist": [float(w) for w in target_dist],
+            "initial_dist": None if initial_dist is None else [float(w) for w in initial_dist],
+            "seed": seed,
+        })
 
     def repeat(self, count: Optional[int] = None) -> "Pipeline":
         """Repeats the input ``count`` times (``None``: forever), reshuffling each pass."""

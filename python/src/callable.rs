@@ -62,6 +62,64 @@ pub(crate) fn call_filter(
     .map_err(user)
 }
 
+/// The elements `f` maps `element` to: `f(element)` (or `f(element, seed)`) returns an
+/// iterable of dicts, any number of them.
+pub(crate) fn call_flat_map(
+    f: &Py<PyAny>,
+    with_seed: bool,
+    element: Element,
+    rng: &mut ElementRng,
+) -> Result<Vec<Element>> {
+    let seed = with_seed.then(|| rng.next_u64());
+    let template = (element.id(), element.provenance().cloned());
+    Python::attach(|py| {
+        let dict = element_into_dict(py, element)?;
+        let out = match seed {
+            Some(s) => f.call1(py, (dict, s))?,
+            None => f.call1(py, (dict,))?,
+        };
+        let mut elements = Vec::new();
+        for item in out.bind(py).try_iter()? {
+            elements.push(dict_to_element(
+                py,
+                &item?,
+                Some(template.clone()),
+                "a flat_map function's outputs",
+            )?);
+        }
+        Ok(elements)
+    })
+    .map_err(user)
+}
+
+/// One step of a Python `scan`: `f(state, element)` returns `(new_state, output)`, both
+/// dicts (`output` may be `None`: the element is dropped); the state is replaced.
+pub(crate) fn call_scan(
+    f: &Py<PyAny>,
+    state: &mut Element,
+    element: Element,
+) -> Result<Option<Element>> {
+    let template = (element.id(), element.provenance().cloned());
+    Python::attach(|py| {
+        let state_dict = element_to_dict(py, state)?;
+        let dict = element_into_dict(py, element)?;
+        let out = f.call1(py, (state_dict, dict))?;
+        let (new_state, output): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+            out.bind(py).extract().map_err(|_| {
+                crate::errors::invalid(
+                    py,
+                    "a scan function must return a pair (new_state, output)",
+                )
+            })?;
+        *state = dict_to_element(py, &new_state, None, "a scan function's new state")?;
+        if output.is_none() {
+            return Ok(None);
+        }
+        dict_to_element(py, &output, Some(template), "a scan function's output").map(Some)
+    })
+    .map_err(user)
+}
+
 /// A source reading a Python generator: each epoch calls `callable()` for a new iterator
 /// of dicts.
 #[derive(Clone)]

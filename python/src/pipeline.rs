@@ -2,7 +2,8 @@
 //!
 //! The Python builder records what the user wrote; [`build`] makes the dataset. Stages of
 //! the registry come as JSON (`{"kind": "batch", "batch_size": 64}`, as a `[[stage]]`
-//! table), Python functions as `("map" | "filter", f, ...)`. Over TFRecord files, the
+//! table), Python functions as `("map" | "filter" | "flat_map", f, ...)` and
+//! `("scan", f, initial_state)`. Over TFRecord files, the
 //! registered stages before the first Python function join the pipeline file's own, so a
 //! builder pipeline and the same pipeline written in TOML are one [`PipelineFile`] and give
 //! the same batches.
@@ -19,11 +20,11 @@ use sluice_core::pipeline_file::{
 };
 use sluice_core::prelude::{MapSpec, ShardSpec};
 use sluice_core::registry::{self, AppendContext, StageSpec};
-use sluice_core::{Checkpoint, Dataset, Error, NumParallel, PipelineIter};
+use sluice_core::{Checkpoint, Dataset, Element, Error, NumParallel, PipelineIter};
 use sluice_plugins::Loader;
 use sluice_sdk::Kind;
 
-use crate::callable::{call_filter, call_map};
+use crate::callable::{call_filter, call_flat_map, call_map, call_scan};
 use crate::errors::{IntoPy, invalid};
 use crate::iterator::Iter;
 use crate::source::{Source, SourceKind};
@@ -106,6 +107,16 @@ pub(crate) enum Op {
         spec: MapSpec,
         with_seed: bool,
     },
+    FlatMap {
+        f: Py<PyAny>,
+        spec: MapSpec,
+        with_seed: bool,
+    },
+    /// A Python `scan`: its function and initial state.
+    Scan {
+        f: Py<PyAny>,
+        initial: Element,
+    },
 }
 
 pub(crate) fn read_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> PyResult<Op> {
@@ -124,7 +135,17 @@ pub(crate) fn read_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> PyResult<Op> {
             };
             Ok(Op::Stage(spec, expect))
         }
-        "map" | "filter" => {
+        "scan" => {
+            let f: Py<PyAny> = tuple.get_item(1)?.unbind();
+            let initial = crate::convert::dict_to_element(
+                py,
+                &tuple.get_item(2)?,
+                None,
+                "scan's initial_state",
+            )?;
+            Ok(Op::Scan { f, initial })
+        }
+        "map" | "filter" | "flat_map" => {
             let f: Py<PyAny> = tuple.get_item(1)?.unbind();
             let num_parallel: String = tuple.get_item(2)?.extract()?;
             let num_parallel: NumParallel = serde_json::from_str(&num_parallel)
@@ -140,10 +161,10 @@ pub(crate) fn read_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> PyResult<Op> {
                 deterministic: tuple.get_item(3)?.extract()?,
             };
             let with_seed: bool = tuple.get_item(4)?.extract()?;
-            Ok(if tag == "map" {
-                Op::Map { f, spec, with_seed }
-            } else {
-                Op::Filter { f, spec, with_seed }
+            Ok(match tag.as_str() {
+                "map" => Op::Map { f, spec, with_seed },
+                "flat_map" => Op::FlatMap { f, spec, with_seed },
+                _ => Op::Filter { f, spec, with_seed },
             })
         }
         other => Err(invalid(py, format!("unknown step {other:?}"))),
@@ -355,6 +376,12 @@ pub(crate) fn build(
             }
             Op::Filter { f, spec, with_seed } => {
                 dataset.filter_with(spec, move |e, rng| call_filter(&f, with_seed, e, rng))
+            }
+            Op::FlatMap { f, spec, with_seed } => {
+                dataset.flat_map_with(spec, move |e, rng| call_flat_map(&f, with_seed, e, rng))
+            }
+            Op::Scan { f, initial } => {
+                dataset.scan(initial, move |state, e| call_scan(&f, state, e))
             }
         };
     }

@@ -28,7 +28,7 @@ use sluice_core::{
     NumParallel, Options, Params, Stage, Tensor, TensorData,
 };
 
-use crate::callable::{call_filter, call_map};
+use crate::callable::{call_filter, call_flat_map, call_map};
 use crate::convert::{element_into_dict, tensor_from_py};
 use crate::errors::{IntoPy, invalid};
 use crate::pipeline::{CheckedLoader, Op, iter_epoch, options_over, read_op};
@@ -202,6 +202,10 @@ pub(crate) fn column_from_py(
     Ok(Column::Whole(tensor))
 }
 
+/// Why a transform refuses `scan`.
+const SCAN_IN_TRANSFORM: &str = "a transform runs on each batch afresh, and `scan` carries a \
+     state from row to row: scan in the pipeline given to sluice.ray.read";
+
 impl Transform {
     /// The dataset of `elements` followed by the steps (and a batch of them all when
     /// `stack`).
@@ -227,6 +231,15 @@ impl Transform {
                 Op::Filter { f, spec, with_seed } => {
                     let (f, with_seed) = (f.clone_ref(py), *with_seed);
                     dataset.filter_with(*spec, move |e, rng| call_filter(&f, with_seed, e, rng))
+                }
+                Op::FlatMap { f, spec, with_seed } => {
+                    let (f, with_seed) = (f.clone_ref(py), *with_seed);
+                    dataset.flat_map_with(*spec, move |e, rng| {
+                        call_flat_map(&f, with_seed, e, rng)
+                    })
+                }
+                Op::Scan { .. } => {
+                    return Err(invalid(py, SCAN_IN_TRANSFORM));
                 }
             };
         }
@@ -279,6 +292,9 @@ impl Transform {
             steps.push(read_op(py, &op)?);
         }
         for (i, step) in steps.iter().enumerate() {
+            if let Op::Scan { .. } = step {
+                return Err(invalid(py, format!("step {}: {SCAN_IN_TRANSFORM}", i + 1)));
+            }
             if let Op::Stage(spec, _) = step
                 && !ELEMENT_WISE.contains(&spec.kind())
             {
