@@ -29,6 +29,7 @@ use crate::stages::map::{MapSpec, MapStage};
 use crate::stages::map_chunks::{ChunkFn, MapChunksSpec, MapChunksStage};
 use crate::stages::padded_batch::PaddedBatchSpec;
 use crate::stages::parse_example::ParseExampleSpec;
+use crate::stages::parse_example::ParseSequenceExampleSpec;
 use crate::stages::prefetch::{BufferSize, PrefetchSpec};
 use crate::stages::repeat::RepeatSpec;
 use crate::stages::sample_from::SampleFromSpec;
@@ -306,6 +307,11 @@ impl Dataset {
 
     /// Decodes and augments images with the built-in ops (see [`ImageOpsSpec`]).
     pub fn image_ops(&self, spec: ImageOpsSpec) -> Dataset {
+        Dataset::from_stage(spec, vec![self.clone()])
+    }
+
+    /// Parses `tf.train.SequenceExample` records (see [`ParseSequenceExampleSpec`]).
+    pub fn parse_sequence_example(&self, spec: ParseSequenceExampleSpec) -> Dataset {
         Dataset::from_stage(spec, vec![self.clone()])
     }
 
