@@ -1,15 +1,53 @@
-//! Batch columns: each requested feature's values for a whole batch in one vector, filled
-//! record by record by the [scanner](super::fast), checked as TensorFlow checks them (with
-//! its error wording) and turned into dense or ragged values.
+//! Batch columns: each record key's values for a whole batch in one vector, filled record by
+//! record by the [scanner](super::fast) and checked as TensorFlow checks them (with its error
+//! wording); [`composite`](super::composite) turns them into the features' values.
 
 use bytes::Bytes;
 use sluice_proto::{Example, TfMessage};
 
 use super::fast::{self, Malformed, Seen};
-use super::{FeatureSpec, FeatureType, ParseExampleSpec, default_tensor, shape_str};
-use crate::element::{Ragged, Value};
+use super::{FeatureType, default_tensor, shape_str};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Shape, Tensor, TensorData};
+use crate::stages::padded_batch::PadValue;
+use crate::tensor::{DType, TensorData};
+
+/// How one record key is read into its column: what the features built from it need.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Raw<'s> {
+    /// Exactly `shape.product()` values; missing: `default` or an error.
+    Fixed {
+        dtype: FeatureType,
+        shape: &'s [usize],
+        default: Option<&'s [PadValue]>,
+    },
+    /// Any number of values; missing: none.
+    VarLen { dtype: FeatureType },
+    /// A multiple of `shape.product()` values; missing: none.
+    Sequence {
+        dtype: FeatureType,
+        shape: &'s [usize],
+    },
+}
+
+impl Raw<'_> {
+    pub(super) fn dtype(&self) -> FeatureType {
+        match self {
+            Raw::Fixed { dtype, .. } | Raw::VarLen { dtype } | Raw::Sequence { dtype, .. } => {
+                *dtype
+            }
+        }
+    }
+}
+
+/// One record key's values for the batch, and each record's share of them.
+#[derive(Debug)]
+pub(super) struct RawColumn {
+    /// The values, of the key's type.
+    pub(super) data: TensorData,
+    /// `rows + 1` offsets into `data` for VarLen and sequence keys; empty for FixedLen ones
+    /// (each record has `shape.product()` values).
+    pub(super) splits: Vec<i64>,
+}
 
 /// One feature's values for a batch, of the feature's type.
 #[derive(Debug)]
@@ -23,7 +61,7 @@ pub(super) enum Column {
 }
 
 impl Column {
-    fn with_capacity(dtype: FeatureType, n: usize) -> Column {
+    pub(super) fn with_capacity(dtype: FeatureType, n: usize) -> Column {
         match dtype {
             FeatureType::String => Column::Bytes(Vec::with_capacity(n)),
             FeatureType::Float => Column::Float(Vec::with_capacity(n)),
@@ -50,7 +88,7 @@ impl Column {
     }
 
     /// Appends `data`, which must have this column's type.
-    fn extend(&mut self, data: &TensorData) -> Result<()> {
+    pub(super) fn extend(&mut self, data: &TensorData) -> Result<()> {
         match (self, data) {
             (Column::Bytes(v), TensorData::Bytes(d)) => v.extend_from_slice(d),
             (Column::Float(v), TensorData::F32(d)) => v.extend_from_slice(d),
@@ -74,7 +112,7 @@ impl Column {
         }
     }
 
-    fn into_data(self) -> TensorData {
+    pub(super) fn into_data(self) -> TensorData {
         match self {
             Column::Bytes(v) => TensorData::Bytes(v.into()),
             Column::Float(v) => TensorData::F32(v.into()),
@@ -83,10 +121,10 @@ impl Column {
     }
 }
 
-/// The requested features of a batch of records, parsed into one column per feature.
+/// The requested keys of a batch of records, parsed into one column per key.
 pub(super) struct Columns<'s> {
-    /// Names and specs, sorted by name.
-    features: Vec<(&'s str, &'s FeatureSpec)>,
+    /// Keys and how they are read, sorted by key.
+    features: Vec<(&'s str, Raw<'s>)>,
     /// The names as bytes (what the scanner looks keys up in).
     keys: Vec<&'s [u8]>,
     columns: Vec<Column>,
@@ -97,21 +135,22 @@ pub(super) struct Columns<'s> {
     seen: Vec<Seen>,
     starts: Vec<usize>,
     rows: usize,
+    /// Parsing one record alone (`parse_single_example`'s wording where it differs).
+    single: bool,
 }
 
 impl<'s> Columns<'s> {
-    /// Empty columns for the features of `spec`, with room for `rows` records.
-    pub(super) fn new(spec: &'s ParseExampleSpec, rows: usize) -> Self {
-        let features: Vec<(&str, &FeatureSpec)> =
-            spec.features.iter().map(|(k, s)| (k.as_str(), s)).collect();
+    /// Empty columns for `features` (sorted by key, keys unique), with room for `rows`
+    /// records; `single`: one record parsed alone.
+    pub(super) fn new(features: Vec<(&'s str, Raw<'s>)>, rows: usize, single: bool) -> Self {
         let n = features.len();
         let columns = features
             .iter()
             .map(|(_, s)| {
                 // Room for the expected values (within reason: a spec may be wrong).
                 let per_row = match s {
-                    FeatureSpec::FixedLen { shape, .. } => shape.iter().product::<usize>().min(64),
-                    FeatureSpec::VarLen { .. } => 1,
+                    Raw::Fixed { shape, .. } => shape.iter().product::<usize>().min(64),
+                    Raw::VarLen { .. } | Raw::Sequence { .. } => 1,
                 };
                 Column::with_capacity(s.dtype(), rows.saturating_mul(per_row))
             })
@@ -119,8 +158,8 @@ impl<'s> Columns<'s> {
         let row_splits = features
             .iter()
             .map(|(_, s)| match s {
-                FeatureSpec::FixedLen { .. } => Vec::new(),
-                FeatureSpec::VarLen { .. } => {
+                Raw::Fixed { .. } => Vec::new(),
+                Raw::VarLen { .. } | Raw::Sequence { .. } => {
                     let mut splits = Vec::with_capacity(rows + 1);
                     splits.push(0);
                     splits
@@ -136,6 +175,7 @@ impl<'s> Columns<'s> {
             seen: vec![Seen::default(); n],
             starts: vec![0; n],
             rows: 0,
+            single,
         }
     }
 
@@ -159,11 +199,20 @@ impl<'s> Columns<'s> {
             if let Some(got) = seen.kind
                 && got != want
             {
-                return Err(type_mismatch(key, spec, index, got));
+                let fixed = !matches!(spec, Raw::VarLen { .. });
+                return Err(type_mismatch(key, fixed, index, want, got));
             }
             match spec {
-                FeatureSpec::VarLen { .. } => self.row_splits[j].push(column.len() as i64),
-                FeatureSpec::FixedLen {
+                Raw::VarLen { .. } => self.row_splits[j].push(column.len() as i64),
+                Raw::Sequence { shape, .. } => {
+                    let stride: usize = shape.iter().product();
+                    let count = column.len() - self.starts[j];
+                    if stride > 0 && count % stride != 0 {
+                        return Err(not_a_multiple(key, index, want, count, shape, self.single));
+                    }
+                    self.row_splits[j].push(column.len() as i64);
+                }
+                Raw::Fixed {
                     dtype,
                     shape,
                     default,
@@ -174,9 +223,8 @@ impl<'s> Columns<'s> {
                         };
                         let data = match &mut self.defaults[j] {
                             Some(data) => data,
-                            slot => slot.insert(
-                                default_tensor(key, *dtype, shape, default)?.data().clone(),
-                            ),
+                            slot => slot
+                                .insert(default_tensor(key, dtype, shape, default)?.data().clone()),
                         };
                         column.extend(data)?;
                     } else {
@@ -192,51 +240,18 @@ impl<'s> Columns<'s> {
         Ok(())
     }
 
-    /// The values of the one record pushed: FixedLen features as tensors of their shape,
-    /// VarLen ones as vectors.
-    pub(super) fn into_tensors(self) -> Result<Vec<(String, Tensor)>> {
-        debug_assert_eq!(self.rows, 1);
-        self.features
+    /// The columns, in key order, and the number of records pushed.
+    pub(super) fn into_raw(self) -> (Vec<RawColumn>, usize) {
+        let columns = self
+            .columns
             .into_iter()
-            .zip(self.columns)
-            .map(|((key, spec), column)| {
-                let data = column.into_data();
-                let tensor = match spec {
-                    FeatureSpec::FixedLen { shape, .. } => Tensor::new(shape, data)?,
-                    FeatureSpec::VarLen { .. } => Tensor::vector(data),
-                };
-                Ok((key.to_string(), tensor))
-            })
-            .collect()
-    }
-
-    /// The batched values: FixedLen features dense `[rows, ...shape]`, VarLen ones ragged
-    /// (an empty batch gives empty dense tensors: `[0, ...shape]`, VarLen `[0, 0]`).
-    pub(super) fn into_batch(self) -> Result<Vec<(String, Value)>> {
-        let rows = self.rows;
-        self.features
-            .into_iter()
-            .zip(self.columns)
             .zip(self.row_splits)
-            .map(|(((key, spec), column), splits)| {
-                let data = column.into_data();
-                let value = match spec {
-                    FeatureSpec::FixedLen { shape, .. } => {
-                        let mut full = Shape::from_slice(&[rows]);
-                        full.extend_from_slice(shape);
-                        Value::Dense(Tensor::new(&full, data)?)
-                    }
-                    FeatureSpec::VarLen { .. } if rows == 0 => {
-                        Value::Dense(Tensor::new(&[0, 0], data)?)
-                    }
-                    FeatureSpec::VarLen { .. } => Value::Ragged(Ragged {
-                        values: Tensor::vector(data),
-                        row_splits: splits.into(),
-                    }),
-                };
-                Ok((key.to_string(), value))
+            .map(|(column, splits)| RawColumn {
+                data: column.into_data(),
+                splits,
             })
-            .collect()
+            .collect();
+        (columns, self.rows)
     }
 }
 
@@ -253,22 +268,24 @@ fn malformed(record: &Bytes, index: usize, scanner: Malformed) -> Error {
     ))
 }
 
+/// A feature of another type than the spec's. `fixed`: a FixedLen or FixedLenSequence
+/// feature (TensorFlow words the two cases differently).
 pub(super) fn type_mismatch(
     key: &str,
-    spec: &FeatureSpec,
+    fixed: bool,
     index: usize,
+    want: FeatureType,
     got: FeatureType,
 ) -> Error {
-    let want = spec.dtype();
     Error::data_of(
         key,
-        match spec {
-            FeatureSpec::FixedLen { .. } => format!(
+        match fixed {
+            true => format!(
                 "Key: {key}, Index: {index}.  Data types don't match. Data type: {} but expected type: {}",
                 got.tf_name(),
                 want.tf_name()
             ),
-            FeatureSpec::VarLen { .. } => format!(
+            false => format!(
                 "Key: {key}, Index: {index}.  Data types don't match. Expected type: {}, Actual type: {}",
                 want.tf_name(),
                 got.tf_name()
@@ -298,12 +315,44 @@ pub(super) fn wrong_count(
         key,
         format!(
             "Key: {key}, Index: {index}.  Number of {} values != expected.  Values size: {count} but output shape: {}",
-            match want {
-                FeatureType::String => "bytes",
-                FeatureType::Float => "float",
-                FeatureType::Int64 => "int64",
-            },
+            type_word(want),
             shape_str(shape)
         ),
     )
+}
+
+/// A FixedLenSequence feature whose count is not a multiple of its row's size, worded as
+/// `parse_example` words it, or `parse_single_example` when `single`.
+pub(super) fn not_a_multiple(
+    key: &str,
+    index: usize,
+    want: FeatureType,
+    count: usize,
+    shape: &[usize],
+    single: bool,
+) -> Error {
+    let stride: usize = shape.iter().product();
+    Error::data_of(
+        key,
+        if single {
+            format!(
+                "Error while parsing feature with key {key}: number of elements should be divisible by {stride}, found {count} instead"
+            )
+        } else {
+            let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+            format!(
+                "Key: {key}, Index: {index}.  Number of {} values is not a multiple of stride length. Saw {count} values but output shape is: [?{}]",
+                type_word(want),
+                dims.iter().map(|d| format!(",{d}")).collect::<String>()
+            )
+        },
+    )
+}
+
+fn type_word(t: FeatureType) -> &'static str {
+    match t {
+        FeatureType::String => "bytes",
+        FeatureType::Float => "float",
+        FeatureType::Int64 => "int64",
+    }
 }

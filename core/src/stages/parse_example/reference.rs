@@ -63,7 +63,7 @@ impl ParseExampleSpec {
                 // An empty batch: an empty tensor of the right type and inner shape.
                 let inner = match spec {
                     FeatureSpec::FixedLen { shape, .. } => shape.clone(),
-                    FeatureSpec::VarLen { .. } => vec![0],
+                    _ => vec![0],
                 };
                 let mut shape = Shape::from_slice(&[0]);
                 shape.extend_from_slice(&inner);
@@ -71,8 +71,8 @@ impl ParseExampleSpec {
             } else {
                 match spec {
                     // VarLen rows always batch as ragged, even when lengths happen to agree.
-                    FeatureSpec::VarLen { .. } => crate::element::batch_ragged(&refs)?,
                     FeatureSpec::FixedLen { .. } => batch_values(&refs)?,
+                    _ => crate::element::batch_ragged(&refs)?,
                 }
             };
             out.push((key.clone(), batched));
@@ -112,11 +112,18 @@ fn parse_feature(
     if let Some(k) = kind {
         let got = kind_type(k);
         if got != want {
-            return Err(type_mismatch(key, spec, index, got));
+            let fixed = matches!(spec, FeatureSpec::FixedLen { .. });
+            return Err(type_mismatch(key, fixed, index, want, got));
         }
     }
     match spec {
         FeatureSpec::VarLen { dtype } => Ok(Tensor::vector(values_of(kind, *dtype))),
+        FeatureSpec::FixedLenSequence { .. }
+        | FeatureSpec::Sparse { .. }
+        | FeatureSpec::Ragged { .. } => Err(Error::invalid(format!(
+            "{key}: the reference path parses fixed_len and var_len features, not {}",
+            spec.kind_name()
+        ))),
         FeatureSpec::FixedLen {
             dtype,
             shape,
