@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::eigen::{daz_f32, daz_f64};
 use super::{FeatureLayer, LayerFn, check_input, one_input, wrong_dtype};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -14,7 +15,8 @@ use crate::tensor::{Tensor, TensorData};
 /// `tf.clip_by_value(x, clip_value_min, clip_value_max)`: `maximum(minimum(x, max), min)`,
 /// NaN staying NaN, the dtype and shape kept. Bit for bit TensorFlow's on x86-64, signed
 /// zeros included (where `x` equals a bound, TF's vectorized kernel returns the bound and
-/// its scalar tail `x`: here too). Integers take integral bounds within their range. A
+/// its scalar tail `x`: here too), and subnormals read as zeros of their sign (TF's
+/// kernels run with denormals flushed). Integers take integral bounds within their range. A
 /// bound left out does not clip (`min` and `max` are accepted for the keys).
 ///
 /// ```toml
@@ -92,12 +94,14 @@ const F32_PACKET: usize = 8;
 /// TF's `minimum` then `maximum` (NaN propagated) of one float: on a vectorized position
 /// a tie returns the bound, on the scalar tail `x`.
 macro_rules! clip_float {
-    ($name:ident, $t:ty) => {
+    ($name:ident, $t:ty, $daz:ident) => {
         fn $name(v: &[$t], lo: $t, hi: $t, packet: usize) -> Vec<$t> {
             let packed = v.len() - v.len() % packet;
+            let (lo, hi) = ($daz(lo), $daz(hi));
             v.iter()
                 .enumerate()
                 .map(|(i, &x)| {
+                    let x = $daz(x);
                     let vector = i < packed;
                     // minimum(x, hi)
                     let m = if x.is_nan() {
@@ -124,8 +128,8 @@ macro_rules! clip_float {
         }
     };
 }
-clip_float!(clip_f32, f32);
-clip_float!(clip_f64, f64);
+clip_float!(clip_f32, f32, daz_f32);
+clip_float!(clip_f64, f64, daz_f64);
 
 /// An integer bound: integral and within the dtype's range.
 fn integral(b: f64, min: f64, max: f64, dtype: &str) -> Result<f64> {
