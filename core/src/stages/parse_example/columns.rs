@@ -207,7 +207,7 @@ impl<'s> Columns<'s> {
                 Raw::Sequence { shape, .. } => {
                     let stride: usize = shape.iter().product();
                     let count = column.len() - self.starts[j];
-                    if stride > 0 && count % stride != 0 {
+                    if stride > 0 && !count.is_multiple_of(stride) {
                         return Err(not_a_multiple(key, index, want, count, shape, self.single));
                     }
                     self.row_splits[j].push(column.len() as i64);

@@ -425,7 +425,7 @@ impl<'s> Raws<'s> {
             let new_splits: Vec<i64> = match p {
                 Partition::UniformRowLength(n) => {
                     let n = *n;
-                    if n == 0 || rows % n != 0 {
+                    if n == 0 || !rows.is_multiple_of(n) {
                         return Err(bad(
                             value_key,
                             format!(

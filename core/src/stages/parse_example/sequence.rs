@@ -417,17 +417,16 @@ impl Spec for ParseSequenceExampleSpec {
         ] {
             for (name, f) in features {
                 let at = |key: &str| vec![Key::name(table), Key::name(name), Key::name(key)];
-                let allowed = match (table, f) {
+                let allowed = matches!(
+                    (table, f),
                     (
                         "context_features",
                         FeatureSpec::FixedLen { .. } | FeatureSpec::VarLen { .. },
-                    ) => true,
-                    (
+                    ) | (
                         "sequence_features",
                         FeatureSpec::FixedLenSequence { .. } | FeatureSpec::VarLen { .. },
-                    ) => true,
-                    _ => false,
-                };
+                    )
+                );
                 if !allowed {
                     let kinds = if table == "context_features" {
                         "fixed_len or var_len"
