@@ -215,7 +215,8 @@ fn values(batches: &[Element]) -> Vec<i64> {
 
 #[test]
 fn a_checkpoint_anywhere_resumes_with_the_open_groups_rebuilt() {
-    let pipelines: Vec<(&str, Box<dyn Fn() -> Dataset>)> = vec![
+    type Make = Box<dyn Fn() -> Dataset>;
+    let pipelines: Vec<(&str, Make)> = vec![
         (
             "group_by_window",
             Box::new(|| keyed(41).group_by_window(GroupByWindowSpec::new("key", 3).padded(true))),
@@ -321,7 +322,8 @@ fn a_bad_key_names_the_feature_and_the_element() {
         .unwrap_err();
     assert_eq!(err.feature(), Some("lang"));
     assert!(
-        err.to_string().contains("no key feature `lang` (the element has `key`)"),
+        err.to_string()
+            .contains("no key feature `lang` (the element has `key`)"),
         "{err}"
     );
     // Under the skip policy the bad element is counted and the rest grouped.
@@ -339,17 +341,26 @@ fn a_bad_key_names_the_feature_and_the_element() {
 fn a_length_needs_a_feature_of_rank_one_or_more() {
     let ds = |v: Tensor| {
         Dataset::from_elements(vec![Element::new(ElementId::new(0, 0)).with("tokens", v)])
-            .bucket_by_sequence_length(BucketBySequenceLengthSpec::new("tokens", vec![3], vec![1, 1]))
+            .bucket_by_sequence_length(BucketBySequenceLengthSpec::new(
+                "tokens",
+                vec![3],
+                vec![1, 1],
+            ))
     };
     let err = ds(Tensor::scalar_i64(4)).collect().unwrap_err();
     assert_eq!(err.feature(), Some("tokens"));
     assert!(err.to_string().contains("is a scalar"), "{err}");
     let err = Dataset::range(0, 2)
-        .bucket_by_sequence_length(BucketBySequenceLengthSpec::new("tokens", vec![3], vec![1, 1]))
+        .bucket_by_sequence_length(BucketBySequenceLengthSpec::new(
+            "tokens",
+            vec![3],
+            vec![1, 1],
+        ))
         .collect()
         .unwrap_err();
     assert!(
-        err.to_string().contains("no feature `tokens` (the element has `value`)"),
+        err.to_string()
+            .contains("no feature `tokens` (the element has `value`)"),
         "{err}"
     );
 }
@@ -383,8 +394,10 @@ fn parameters_are_checked_with_their_key() {
         "window_size: group_by_window: `window_size` must be at least 1"
     );
     assert_eq!(
-        check(json!({"kind": "group_by_window", "key": "k", "window_size": 2,
-                     "padding_values": {"t": -1}})),
+        check(
+            json!({"kind": "group_by_window", "key": "k", "window_size": 2,
+                     "padding_values": {"t": -1}})
+        ),
         "padding_values: group_by_window: `padding_values` needs `padded = true`"
     );
     assert_eq!(

@@ -105,12 +105,15 @@ impl BucketBySequenceLengthSpec {
 impl Spec for BucketBySequenceLengthSpec {
     const KIND: &'static str = "bucket_by_sequence_length";
     const SUMMARY: &'static str =
-        "batch elements of similar length together, padded (`tf.data`'s `bucket_by_sequence_length`)";
+        "batch elements of similar length, padded (`tf.data`'s `bucket_by_sequence_length`)";
 
     fn validate(&self) -> std::result::Result<(), Invalid> {
         const KIND: &str = BucketBySequenceLengthSpec::KIND;
         if self.input.is_empty() {
-            return Err(Invalid::at("input", format!("{KIND}: `input` names no feature")));
+            return Err(Invalid::at(
+                "input",
+                format!("{KIND}: `input` names no feature"),
+            ));
         }
         if self.bucket_batch_sizes.len() != self.bucket_boundaries.len() + 1 {
             return Err(Invalid::at(
