@@ -12,6 +12,7 @@
 //! | batch (parallel), batch → unbatch, padded_batch | ✓ | | ✓ | ✓ (batch) | ✓ (batch) |
 //! | prefetch | ✓ | | ✓ | ✓ | ✓ |
 //! | group_by_window, bucket_by_sequence_length | ✓ (tf.data's order) | | ✓ | | ✓ |
+//! | flat_map (parallel), scan (`cumsum`), rejection_resample | ✓ | | ✓ | ✓ (flat_map) | ✓ |
 //! | cache (memory) | ✓ | | ✓ | | |
 //! | concatenate | ✓ | | ✓ | | ✓ |
 //! | Keras layers (`hashing`, `integer_lookup`, `discretization`), `filter` of pipeline files | ✓ | | ✓ | | ✓ |
@@ -182,6 +183,36 @@ proptest! {
         if p.n > 0 {
             prop_assert_eq!(check_error_propagation(by_key, p.n, p.n / 2, by_key_model), Ok(()));
             prop_assert_eq!(check_error_propagation(by_length, p.n, p.n / 2, by_length_model), Ok(()));
+        }
+    }
+
+    /// `flat_map` (each element twice, on threads), `scan`'s `cumsum` and
+    /// `rejection_resample` (passing everything when the input is at the target; seeded and
+    /// the same at any thread count when it resamples).
+    #[test]
+    fn flat_map_scan_and_rejection_resample(p: StageParams) {
+        let flat = |ds: Dataset| ds.flat_map_with(MapSpec::parallel(p.parallel), |e, _| Ok(vec![e.clone(), e]));
+        let twice = |v: &[i64]| v.iter().flat_map(|&x| [x, x]).collect();
+        prop_assert_eq!(check_ordered(flat, p.n, twice), Ok(()));
+        prop_assert_eq!(check_deterministic(flat, p.n, p.seed), Ok(()));
+        prop_assert_eq!(check_bounded(flat, p.n.min(120), 0, parallel_bound(p.parallel)), Ok(()));
+        let scan = |ds: Dataset| ds.scan_op(ScanSpec::new(ScanOp::Cumsum, Some("value")));
+        let sums = |v: &[i64]| v.iter().scan(0, |s, &x| { *s += x; Some(*s) }).collect();
+        prop_assert_eq!(check_ordered(scan, p.n, sums), Ok(()));
+        prop_assert_eq!(check_deterministic(scan, p.n, p.seed), Ok(()));
+        let labelled = |ds: Dataset| ds.map(|e| {
+            let v = value(&e);
+            Ok(e.with("label", Tensor::scalar_i64(v % 2)))
+        });
+        let at_target = move |ds: Dataset| labelled(ds).rejection_resample(
+            RejectionResampleSpec::new("label", vec![0.5, 0.5]).initial_dist(vec![0.5, 0.5]));
+        let resampled = move |ds: Dataset| labelled(ds).rejection_resample(RejectionResampleSpec::new("label", vec![0.2, 0.8]));
+        prop_assert_eq!(check_ordered(at_target, p.n, identity), Ok(()));
+        prop_assert_eq!(check_deterministic(resampled, p.n, p.seed), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(flat, p.n, 0, twice), Ok(()));
+            prop_assert_eq!(check_error_propagation(scan, p.n, p.n / 2, sums), Ok(()));
+            prop_assert_eq!(check_error_propagation(at_target, p.n, p.n / 2, identity), Ok(()));
         }
     }
 
