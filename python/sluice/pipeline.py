@@ -205,12 +205,41 @@ class Pipeline:
     ) -> "Pipeline":
         """Parses ``tf.train.Example`` records (``tf.io.parse_example``). ``features``:
         name -> dtype (``"int64"``, ``"float"``, ``"string"``) or a table as in a pipeline
-        file: ``{"dtype": "float", "shape": [3], "default": 0.0, "kind": "var_len"}``."""
+        file: ``{"dtype": "float", "shape": [3], "default": 0.0, "kind": "var_len"}``; the
+        kinds ``fixed_len_sequence`` (``allow_missing: True``), ``sparse`` (``index_key``,
+        ``value_key``, ``size``: outputs ``<name>.indices``/``.values``/``.dense_shape``) and
+        ``ragged`` (``value_key``, ``partitions`` such as ``[{"row_lengths": "l"}]``) as
+        ``tf.io``'s."""
         table = {
             name: ({"dtype": spec} if isinstance(spec, str) else dict(spec))
             for name, spec in features.items()
         }
         return self.stage("parse_example", features=table, input=input)
+
+    def parse_sequence_example(
+        self,
+        context_features: Optional[Mapping[str, Union[str, Mapping[str, Any]]]] = None,
+        sequence_features: Optional[Mapping[str, Union[str, Mapping[str, Any]]]] = None,
+        input: Optional[str] = None,
+    ) -> "Pipeline":
+        """Parses ``tf.train.SequenceExample`` records (``tf.io.parse_single_sequence_example``,
+        after ``batch`` ``tf.io.parse_sequence_example``). ``context_features``: name -> dtype
+        or a table (``fixed_len`` or ``var_len``); ``sequence_features``: name -> a table with
+        ``"kind": "fixed_len_sequence"`` (``shape`` of a step, ``allow_missing``) or
+        ``"var_len"`` (a bare dtype string means ``fixed_len_sequence`` of scalars)."""
+
+        def table(features, kind):
+            return {
+                name: ({"dtype": spec, "kind": kind} if isinstance(spec, str) else dict(spec))
+                for name, spec in (features or {}).items()
+            }
+
+        return self.stage(
+            "parse_sequence_example",
+            context_features=table(context_features, "fixed_len"),
+            sequence_features=table(sequence_features, "fixed_len_sequence"),
+            input=input,
+        )
 
     def image_ops(
         self,
