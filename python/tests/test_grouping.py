@@ -89,7 +89,7 @@ def test_pad_to_bucket_boundary_fails_on_the_last_bucket_as_tf_data():
 
 def test_a_bad_key_and_bad_parameters_are_named():
     keys = np.array([1, 2], dtype=np.int32)
-    with pytest.raises(sluice.InvalidDataError, match="must be int64, found int32"):
+    with pytest.raises(sluice.InvalidDataError, match=r"must be int64 \(i64\), found i32"):
         list(sluice.from_tensor_slices({"k": keys}).group_by_window("k", 2))
     with pytest.raises(sluice.InvalidArgumentError, match="window_size"):
         sluice.range(4).group_by_window("value", 0)
