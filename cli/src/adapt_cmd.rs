@@ -112,7 +112,9 @@ pub(crate) fn run(args: &AdaptArgs) -> Result<ExitCode> {
             batch_size: args.batch_size,
             steps: args.steps,
         };
-        analyzer.check().with_context(|| format!("--quantiles {arg}"))?;
+        analyzer
+            .check()
+            .with_context(|| format!("--quantiles {arg}"))?;
         spec = spec.with(name, analyzer);
     }
     if spec.features.is_empty() {

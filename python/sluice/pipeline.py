@@ -455,11 +455,33 @@ class Pipeline:
                           variance=_plain(variance), invert=invert,
                           adapted=None if adapted is None else os.fspath(adapted))
 
-    def discretization(self, input: str, bin_boundaries: Sequence[float],
-                       output: Optional[str] = None) -> "Pipeline":
-        """``keras.layers.Discretization(bin_boundaries=)``: int32 bucket indices."""
+    def discretization(self, input: str, bin_boundaries: Optional[Sequence[float]] = None,
+                       num_bins: Optional[int] = None, epsilon: Optional[float] = None,
+                       adapted: Any = None, output: Optional[str] = None) -> "Pipeline":
+        """``keras.layers.Discretization``: int32 bucket indices, by ``bin_boundaries``, or
+        by the boundaries :meth:`adapt` learnt (``{"analyzer": "quantiles", "num_bins": N}``,
+        Keras's ``Discretization(num_bins=N, epsilon=0.01).adapt`` bit for bit) in the
+        statistics file ``adapted`` (``num_bins`` / ``epsilon``, when given, are checked
+        against it)."""
         return self.stage("discretization", input=input, output=output,
-                          bin_boundaries=[float(b) for b in bin_boundaries])
+                          bin_boundaries=None if bin_boundaries is None
+                          else [float(b) for b in bin_boundaries],
+                          num_bins=num_bins, epsilon=epsilon,
+                          adapted=None if adapted is None else os.fspath(adapted))
+
+    def clip(self, input: str, clip_value_min: Optional[float] = None,
+             clip_value_max: Optional[float] = None,
+             output: Optional[str] = None) -> "Pipeline":
+        """``tf.clip_by_value``: numbers clipped to ``[clip_value_min, clip_value_max]`` (a
+        bound left out does not clip), NaN kept, dtype kept, TensorFlow's bits."""
+        return self.stage("clip", input=input, output=output,
+                          clip_value_min=None if clip_value_min is None else float(clip_value_min),
+                          clip_value_max=None if clip_value_max is None else float(clip_value_max))
+
+    def log1p(self, input: str, output: Optional[str] = None) -> "Pipeline":
+        """``tf.math.log1p``: ``log(1 + x)`` in float32 / float64 (integers cast to
+        float32), TensorFlow's bits."""
+        return self.stage("log1p", input=input, output=output)
 
     def hashing(self, input: str, num_bins: int, mask_value: Any = None, salt: Any = None,
                 output: Optional[str] = None) -> "Pipeline":
@@ -470,24 +492,31 @@ class Pipeline:
 
     def string_lookup(self, input: str, vocabulary: Any, num_oov_indices: int = 1,
                       mask_token: Optional[str] = None, oov_token: Optional[str] = None,
-                      invert: bool = False, salt: Any = None,
+                      invert: bool = False, salt: Any = None, output_mode: str = "int",
+                      idf_weights: Optional[Sequence[float]] = None,
                       output: Optional[str] = None) -> "Pipeline":
-        """``keras.layers.StringLookup`` (``output_mode="int"``): ``vocabulary`` is a list of
-        tokens or a file of one per line; OOV tokens hashed over ``num_oov_indices``."""
+        """``keras.layers.StringLookup``: ``vocabulary`` is a list of tokens or a file of one
+        per line; OOV tokens hashed over ``num_oov_indices``. ``output_mode="tf_idf"``:
+        float32 count x idf vectors (``idf_weights`` for a given vocabulary, or learnt with
+        an adapted one: ``{"analyzer": "vocabulary", "tf_idf": True}``)."""
         return self.stage("string_lookup", input=input, output=output,
                           vocabulary=_vocabulary(vocabulary), num_oov_indices=num_oov_indices,
                           mask_token=mask_token, oov_token=oov_token, invert=invert,
-                          salt=_plain(salt))
+                          salt=_plain(salt), output_mode=output_mode,
+                          idf_weights=_plain(idf_weights))
 
     def integer_lookup(self, input: str, vocabulary: Any, num_oov_indices: int = 1,
                        mask_token: Optional[int] = None, oov_token: Optional[int] = None,
                        invert: bool = False, salt: Any = None, oov_method: str = "floormod",
+                       output_mode: str = "int", idf_weights: Optional[Sequence[float]] = None,
                        output: Optional[str] = None) -> "Pipeline":
-        """``keras.layers.IntegerLookup`` (``output_mode="int"``)."""
+        """``keras.layers.IntegerLookup`` (``output_mode="int"`` or ``"tf_idf"``, as
+        :meth:`string_lookup`)."""
         return self.stage("integer_lookup", input=input, output=output,
                           vocabulary=_vocabulary(vocabulary), num_oov_indices=num_oov_indices,
                           mask_token=mask_token, oov_token=oov_token, invert=invert,
-                          salt=_plain(salt), oov_method=oov_method)
+                          salt=_plain(salt), oov_method=oov_method, output_mode=output_mode,
+                          idf_weights=_plain(idf_weights))
 
     def category_encoding(self, input: str, num_tokens: int, output_mode: str = "multi_hot",
                           output: Optional[str] = None) -> "Pipeline":
@@ -510,19 +539,22 @@ class Pipeline:
                            output_mode: str = "int",
                            output_sequence_length: Optional[int] = None,
                            num_parallel: NumParallel = None,
+                           idf_weights: Optional[Sequence[float]] = None,
                            output: Optional[str] = None) -> "Pipeline":
         """``keras.layers.TextVectorization`` with a vocabulary (a list, or a file of one
         token per line): int64 token indices padded to ``output_sequence_length`` (or to the
-        batch's longest text), or ``multi_hot`` / ``count`` vectors. ``standardize=None`` and
-        ``split=None`` as in Keras. ``num_parallel``: threads (int, ``"auto"``), batches kept
-        in order."""
+        batch's longest text), or ``multi_hot`` / ``count`` vectors, or ``tf_idf`` float32
+        count x idf vectors (``idf_weights`` for a given vocabulary; an adapted one,
+        ``{"adapted": ...}`` learnt with ``{"analyzer": "text_vocabulary", "tf_idf": True}``,
+        brings Keras's). ``standardize=None`` and ``split=None`` as in Keras.
+        ``num_parallel``: threads (int, ``"auto"``), batches kept in order."""
         return self.stage("text_vectorization", input=input, output=output,
                           vocabulary=_vocabulary(vocabulary),
                           standardize="none" if standardize is None else standardize,
                           split="none" if split is None else split,
                           ngrams=_plain(ngrams), output_mode=output_mode,
                           output_sequence_length=output_sequence_length,
-                          num_parallel=num_parallel)
+                          num_parallel=num_parallel, idf_weights=_plain(idf_weights))
 
     def window(self, size: int, shift: Optional[int] = None, stride: int = 1,
                drop_remainder: bool = False) -> "Pipeline":
@@ -773,9 +805,13 @@ class Pipeline:
         (Keras's ``layer.adapt``): ``features`` maps a feature to ``"mean_variance"``,
         ``"vocabulary"``, ``"text_vocabulary"``, or a dict with ``analyzer`` and its options
         (``max_tokens``; for ``vocabulary`` ``num_oov_indices``, ``mask_token``,
-        ``oov_token``; for ``text_vocabulary`` ``standardize``, ``split``, ``ngrams``).
-        Returns the statistics and, with ``out``, writes them there (the file
-        ``normalization(adapted=...)`` and ``vocabulary={"adapted": ...}`` read)."""
+        ``oov_token``; for ``text_vocabulary`` ``standardize``, ``split``, ``ngrams``; for
+        both ``tf_idf`` (document frequencies too) and ``capacity`` (distinct tokens held at
+        most: bounded memory, approximate past it); ``"quantiles"`` with ``num_bins``,
+        ``epsilon``, ``batch_size``, ``steps``: Keras's ``Discretization.adapt``, each element
+        one batch unless ``batch_size`` elements are). Returns the statistics and, with
+        ``out``, writes them there (the file ``normalization(adapted=...)``,
+        ``discretization(adapted=...)`` and ``vocabulary={"adapted": ...}`` read)."""
         spec = {"features": {name: ({"analyzer": a} if isinstance(a, str) else dict(a))
                              for name, a in features.items()}}
         stats = json.loads(self._dataset().adapt(json.dumps(spec)))

@@ -381,7 +381,11 @@ impl Learnt {
 /// One analyzer's running state.
 enum State {
     /// Welford's running mean and sum of squared deviations.
-    Moments { count: u64, mean: f64, m2: f64 },
+    Moments {
+        count: u64,
+        mean: f64,
+        m2: f64,
+    },
     Tokens {
         counts: TokenCounts,
         /// Tokens kept at most.
@@ -616,15 +620,17 @@ pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
                         (TensorData::Bytes(v), Some(tokenizer)) => {
                             // Each text is a document.
                             for text in v.iter() {
-                                tokenizer.each_token(text, &mut buf, &mut words, |tok| {
-                                    see(tok, docs)
-                                })?;
+                                tokenizer
+                                    .each_token(text, &mut buf, &mut words, |tok| see(tok, docs))?;
                                 if let Some(d) = docs {
                                     d.end();
                                 }
                             }
                         }
-                        (data @ (TensorData::Bytes(_) | TensorData::I64(_) | TensorData::I32(_)), None) => {
+                        (
+                            data @ (TensorData::Bytes(_) | TensorData::I64(_) | TensorData::I32(_)),
+                            None,
+                        ) => {
                             let ranges = if docs.is_some() {
                                 documents(value)
                             } else {
@@ -634,8 +640,12 @@ pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
                                 for i in range {
                                     match data {
                                         TensorData::Bytes(v) => see(&v[i], docs),
-                                        TensorData::I64(v) => see(v[i].to_string().as_bytes(), docs),
-                                        TensorData::I32(v) => see(v[i].to_string().as_bytes(), docs),
+                                        TensorData::I64(v) => {
+                                            see(v[i].to_string().as_bytes(), docs)
+                                        }
+                                        TensorData::I32(v) => {
+                                            see(v[i].to_string().as_bytes(), docs)
+                                        }
                                         _ => unreachable!("matched above"),
                                     }
                                 }

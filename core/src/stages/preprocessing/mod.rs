@@ -49,11 +49,11 @@ pub use hashed_crossing::{CrossingMode, HashedCrossingSpec, fingerprint_cat64};
 pub use hashing::{
     HashingSpec, Salt, Token, fingerprint64, to_hash_bucket_fast, to_hash_bucket_strong,
 };
+pub use log1p::Log1pSpec;
 pub use lookup::{
     IntegerLookupSpec, LookupOutput, LookupSpec, LookupToken, OovMethod, StringLookupSpec,
     Vocabulary,
 };
-pub use log1p::Log1pSpec;
 pub use normalization::{NormalizationSpec, Stat};
 pub use regex_replace::RegexReplaceSpec;
 pub use text_vectorization::{Ngrams, Standardize, TextOutput, TextSplit, TextVectorizationSpec};

@@ -70,7 +70,12 @@ impl QuantileSummary {
             .values
             .into_iter()
             .zip(new.weights)
-            .chain(self.values.iter().copied().zip(self.weights.iter().copied()))
+            .chain(
+                self.values
+                    .iter()
+                    .copied()
+                    .zip(self.weights.iter().copied()),
+            )
             .collect();
         points.sort_by(|a, b| numpy_order(&a.0, &b.0));
         let merged = QuantileSummary {
