@@ -2,6 +2,7 @@
 //! (`tf.data.Dataset.rejection_resample`).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rand::Rng;
 use schemars::JsonSchema;
@@ -256,7 +257,7 @@ impl Stage for RejectionResampleSpec {
             class_feature: self.class_feature.clone(),
             target,
             estimator,
-            probs,
+            probs: Arc::new(probs),
             ahead: VecDeque::new(),
             rng: key.rng(),
             ctx: ctx.clone(),
@@ -298,7 +299,7 @@ impl Probs {
 /// An input read ahead: an element and its class with the probabilities of its batch, or
 /// an error in its place.
 enum Ahead {
-    Element(Element, usize, Probs),
+    Element(Element, usize, Arc<Probs>),
     Error(Error),
 }
 
@@ -307,7 +308,7 @@ struct Resampled {
     class_feature: String,
     target: Vec<f32>,
     estimator: Option<ClassEstimator>,
-    probs: Probs,
+    probs: Arc<Probs>,
     ahead: VecDeque<Ahead>,
     rng: StreamRng,
     ctx: BuildContext,
@@ -398,11 +399,11 @@ impl Resampled {
             && !batch.is_empty()
         {
             let classes: Vec<usize> = batch.iter().map(|(_, c)| *c).collect();
-            self.probs = Probs::new(&estimator.update(&classes), &self.target);
+            self.probs = Arc::new(Probs::new(&estimator.update(&classes), &self.target));
         }
         for (e, c) in batch {
             self.ahead
-                .push_back(Ahead::Element(e, c, self.probs.clone()));
+                .push_back(Ahead::Element(e, c, Arc::clone(&self.probs)));
         }
         if let Some(err) = error {
             self.ahead.push_back(Ahead::Error(err));
