@@ -451,3 +451,28 @@ padded_shapes = { mask = ["max"] }
         ["group_by_window", "unbatch", "bucket_by_sequence_length"]
     );
 }
+
+#[test]
+fn open_groups_over_the_ram_budget_fail_with_resource_exhausted() {
+    // Every element its own key: nothing is ever full, so all of them are held.
+    let ds = Dataset::range(0, 1000)
+        .map(|e| {
+            let v = e.tensor("value").unwrap().as_i64().unwrap()[0];
+            Ok(e.with("key", Tensor::scalar_i64(v)))
+        })
+        .group_by_window(GroupByWindowSpec::new("key", 2))
+        .with_options(Options::default().with_ram_budget(4096));
+    let err = ds.collect().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ResourceExhausted, "{err}");
+    assert!(err.to_string().contains("ram_budget"), "{err}");
+    // Within the budget the same pipeline yields every element once, keys in order.
+    let out = Dataset::range(0, 50)
+        .map(|e| {
+            let v = e.tensor("value").unwrap().as_i64().unwrap()[0];
+            Ok(e.with("key", Tensor::scalar_i64(-v)))
+        })
+        .group_by_window(GroupByWindowSpec::new("key", 2))
+        .collect()
+        .unwrap();
+    assert_eq!(values(&out), (0..50).rev().collect::<Vec<_>>());
+}
