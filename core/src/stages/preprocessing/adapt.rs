@@ -477,21 +477,22 @@ impl Quantiles {
     }
 }
 
-/// The flat ranges of `t`'s documents: the whole tensor for rank 0 or 1, else each row.
-fn documents(value: &Value) -> Vec<std::ops::Range<usize>> {
+/// The flat `(start, end)` of each document of a value: the whole tensor for rank 0 or 1,
+/// else each row.
+fn documents(value: &Value) -> Vec<(usize, usize)> {
     match value {
-        Value::Dense(t) if t.rank() <= 1 => vec![0..t.len()],
+        Value::Dense(t) if t.rank() <= 1 => vec![(0, t.len())],
         Value::Dense(t) => {
             let rows = t.shape()[0];
-            let width = if rows == 0 { 0 } else { t.len() / rows };
-            (0..rows).map(|r| r * width..(r + 1) * width).collect()
+            let width = t.len().checked_div(rows).unwrap_or(0);
+            (0..rows).map(|r| (r * width, (r + 1) * width)).collect()
         }
         Value::Ragged(r) => {
             let n = r.values.shape().first().copied().unwrap_or(0);
-            let inner = if n == 0 { 0 } else { r.values.len() / n };
+            let inner = r.values.len().checked_div(n).unwrap_or(0);
             r.row_splits
                 .windows(2)
-                .map(|w| w[0] as usize * inner..w[1] as usize * inner)
+                .map(|w| (w[0] as usize * inner, w[1] as usize * inner))
                 .collect()
         }
     }
@@ -634,10 +635,10 @@ pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
                             let ranges = if docs.is_some() {
                                 documents(value)
                             } else {
-                                vec![0..t.len()]
+                                vec![(0, t.len())]
                             };
-                            for range in ranges {
-                                for i in range {
+                            for (start, end) in ranges {
+                                for i in start..end {
                                     match data {
                                         TensorData::Bytes(v) => see(&v[i], docs),
                                         TensorData::I64(v) => {

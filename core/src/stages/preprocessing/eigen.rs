@@ -81,7 +81,8 @@ fn plog_f32(input: f32) -> f32 {
         q = q * x + c;
     }
     x = p / q;
-    x = e * std::f32::consts::LN_2 + x;
+    // IEEE addition commutes: Eigen's `e * ln2 + x`.
+    x += e * std::f32::consts::LN_2;
     if input == 0.0 {
         f32::NEG_INFINITY
     } else if input.is_nan() || input < 0.0 {
@@ -131,9 +132,9 @@ fn plog_f64(input: f64) -> f64 {
     y = y * x3 + y1;
     y_ *= x3;
     y = y_ / y;
-    y = -0.5 * x2 + y;
+    y += -0.5 * x2;
     x += y;
-    x = e * std::f64::consts::LN_2 + x;
+    x += e * std::f64::consts::LN_2;
     if input == 0.0 {
         f64::NEG_INFINITY
     } else if input.is_nan() || input < 0.0 {
