@@ -255,6 +255,18 @@ proptest! {
         }
     }
 
+    /// `clip` (a numeric helper layer) keeps the properties of every Keras layer stage.
+    #[test]
+    fn clip_layer(p: StageParams) {
+        let stage = |ds: Dataset| ds.preprocess(ClipSpec::new("value", 2.0, 10.0));
+        let clipped = |v: &[i64]| v.iter().map(|&x| x.clamp(2, 10)).collect();
+        prop_assert_eq!(check_ordered(stage, p.n, clipped), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(stage, p.n, p.n / 2, clipped), Ok(()));
+        }
+    }
+
     #[test]
     fn lookup_and_discretization_layers(p: StageParams) {
         let stage = |ds: Dataset| {
