@@ -362,3 +362,73 @@ fn elastic_checkpoints_follow_its_records() {
     let elastic = cp.elastic.expect("an elastic part");
     assert_eq!(elastic.unavailable, None);
 }
+
+#[test]
+fn a_pipeline_file_resamples_int32_classes_and_scans() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("label,reward\n");
+    for i in 0..400 {
+        csv += &format!("{},{}\n", i32::from(i % 5 == 0), i % 7);
+    }
+    std::fs::write(dir.path().join("data.csv"), csv).unwrap();
+    let file = |stages: &str| {
+        format!(
+            "[source]\ndir = \"{}\"\nfiles = [\"data.csv\"]\nformat = \"csv\"\nheader = true\n\
+             record_defaults = [0, 0.0]\n\n[options]\nseed = 3\n\n{stages}",
+            dir.path().display()
+        )
+    };
+    let toml = file(
+        r#"
+[[stage]]
+kind = "rejection_resample"
+class = "label"
+target_dist = [0.5, 0.5]
+initial_dist = [0.8, 0.2]
+
+[[stage]]
+kind = "scan"
+op = "count"
+"#,
+    );
+    let rows = sluice_core::pipeline_file::PipelineFile::from_toml(&toml)
+        .unwrap()
+        .build()
+        .unwrap()
+        .collect()
+        .unwrap();
+    let labels: Vec<(i64, i64)> = rows
+        .iter()
+        .map(|e| match e.tensor("label").unwrap().data() {
+            TensorData::I32(v) => (i64::from(v[0]), 0),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    check_histogram(
+        &labels
+            .iter()
+            .enumerate()
+            .map(|(i, (l, _))| (i as i64, *l))
+            .collect::<Vec<_>>(),
+        &[0.5, 0.5],
+    );
+    let counts: Vec<i64> = rows
+        .iter()
+        .map(|e| e.tensor("count").unwrap().as_i64().unwrap()[0])
+        .collect();
+    assert_eq!(counts, (1..=rows.len() as i64).collect::<Vec<_>>());
+    // A bad weight is refused with its place in the file.
+    let bad = file(
+        "[[stage]]\nkind = \"rejection_resample\"\nclass = \"label\"\ntarget_dist = [0.5, -1]\n",
+    );
+    let err = sluice_core::pipeline_file::PipelineFile::from_toml(&bad)
+        .and_then(|f| f.build())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    // Line 14, column 21: the `-1`.
+    assert!(
+        err.starts_with("<string>:14:21: ") && err.contains("`target_dist[1]` is -1"),
+        "{err}"
+    );
+}
