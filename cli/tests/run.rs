@@ -324,7 +324,11 @@ fn output_compresses_shards_as_tfrecord_writer_does() {
             .collect();
         for shard in &shards {
             let bytes = fs::read(shard).unwrap();
-            assert!(bytes.starts_with(magic), "{compression}: {:x?}", &bytes[..4]);
+            assert!(
+                bytes.starts_with(magic),
+                "{compression}: {:x?}",
+                &bytes[..4]
+            );
         }
         // Read back, compression detected: every record, each label once.
         let (code, stdout, stderr) = run(sluice().arg("cat").args(&shards));

@@ -161,6 +161,7 @@ pub mod prelude {
     pub use crate::stages::batch::BatchSpec;
     pub use crate::stages::bucket_by_sequence_length::BucketBySequenceLengthSpec;
     pub use crate::stages::cache::CacheSpec;
+    pub use crate::stages::choose_from::ChooseFromSpec;
     pub use crate::stages::concatenate::ConcatenateSpec;
     pub use crate::stages::enumerate::EnumerateSpec;
     pub use crate::stages::filter::{FilterSpec, Literal};
@@ -171,16 +172,15 @@ pub mod prelude {
     pub use crate::stages::map_chunks::{ChunkFn, MapChunksSpec};
     pub use crate::stages::padded_batch::{PadValue, PaddedBatchSpec};
     pub use crate::stages::parse_example::{FeatureSpec, FeatureType, ParseExampleSpec};
-    pub use crate::stages::parse_example::{Partition, ParseSequenceExampleSpec};
+    pub use crate::stages::parse_example::{ParseSequenceExampleSpec, Partition};
     pub use crate::stages::prefetch::{BufferSize, PrefetchSpec};
     pub use crate::stages::preprocessing::{
         CategoryEncodingSpec, ClipSpec, CrossingMode, DecodeRawSpec, DiscretizationSpec,
-        EncodingMode, Log1pSpec, LookupOutput,
-        FeatureLayer, HashedCrossingSpec, HashingSpec, IntegerLookupSpec, LayerFn, LookupSpec,
-        LookupToken, Ngrams, NormalizationSpec, OovMethod, RawType, RegexReplaceSpec, Salt,
-        Standardize, Stat,
-        StringLookupSpec, TextOutput, TextSplit, TextVectorizationSpec, Token, Vocabulary,
-        fingerprint_cat64, fingerprint64, one_input, to_hash_bucket_fast, to_hash_bucket_strong,
+        EncodingMode, FeatureLayer, HashedCrossingSpec, HashingSpec, IntegerLookupSpec, LayerFn,
+        Log1pSpec, LookupOutput, LookupSpec, LookupToken, Ngrams, NormalizationSpec, OovMethod,
+        RawType, RegexReplaceSpec, Salt, Standardize, Stat, StringLookupSpec, TextOutput,
+        TextSplit, TextVectorizationSpec, Token, Vocabulary, fingerprint_cat64, fingerprint64,
+        one_input, to_hash_bucket_fast, to_hash_bucket_strong,
     };
     pub use crate::stages::rejection_resample::{
         ClassEstimator, RejectionResampleSpec, acceptance_probs,
@@ -188,7 +188,6 @@ pub mod prelude {
     pub use crate::stages::repeat::RepeatSpec;
     pub use crate::stages::sample_from::SampleFromSpec;
     pub use crate::stages::scan::{ScanFn, ScanOp, ScanSpec};
-    pub use crate::stages::choose_from::ChooseFromSpec;
     pub use crate::stages::shard::ShardSpec;
     pub use crate::stages::shuffle::ShuffleSpec;
     pub use crate::stages::skip::SkipSpec;

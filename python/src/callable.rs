@@ -106,10 +106,7 @@ pub(crate) fn call_scan(
         let out = f.call1(py, (state_dict, dict))?;
         let (new_state, output): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
             out.bind(py).extract().map_err(|_| {
-                crate::errors::invalid(
-                    py,
-                    "a scan function must return a pair (new_state, output)",
-                )
+                crate::errors::invalid(py, "a scan function must return a pair (new_state, output)")
             })?;
         *state = dict_to_element(py, &new_state, None, "a scan function's new state")?;
         if output.is_none() {

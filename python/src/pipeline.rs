@@ -113,10 +113,7 @@ pub(crate) enum Op {
         with_seed: bool,
     },
     /// A Python `scan`: its function and initial state.
-    Scan {
-        f: Py<PyAny>,
-        initial: Element,
-    },
+    Scan { f: Py<PyAny>, initial: Element },
 }
 
 pub(crate) fn read_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> PyResult<Op> {

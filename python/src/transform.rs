@@ -234,9 +234,7 @@ impl Transform {
                 }
                 Op::FlatMap { f, spec, with_seed } => {
                     let (f, with_seed) = (f.clone_ref(py), *with_seed);
-                    dataset.flat_map_with(*spec, move |e, rng| {
-                        call_flat_map(&f, with_seed, e, rng)
-                    })
+                    dataset.flat_map_with(*spec, move |e, rng| call_flat_map(&f, with_seed, e, rng))
                 }
                 Op::Scan { .. } => {
                     return Err(invalid(py, SCAN_IN_TRANSFORM));

@@ -57,9 +57,9 @@ use crate::stages::parse_example::ParseExampleSpec;
 use crate::stages::parse_example::ParseSequenceExampleSpec;
 use crate::stages::prefetch::PrefetchSpec;
 use crate::stages::preprocessing::{
-    CategoryEncodingSpec, ClipSpec, DecodeRawSpec, DiscretizationSpec, HashedCrossingSpec, HashingSpec,
-    IntegerLookupSpec, Log1pSpec, NormalizationSpec, RegexReplaceSpec, StringLookupSpec,
-    TextVectorizationSpec,
+    CategoryEncodingSpec, ClipSpec, DecodeRawSpec, DiscretizationSpec, HashedCrossingSpec,
+    HashingSpec, IntegerLookupSpec, Log1pSpec, NormalizationSpec, RegexReplaceSpec,
+    StringLookupSpec, TextVectorizationSpec,
 };
 use crate::stages::rejection_resample::RejectionResampleSpec;
 use crate::stages::repeat::RepeatSpec;

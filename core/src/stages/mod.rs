@@ -4,8 +4,8 @@
 pub(crate) mod batch;
 pub(crate) mod bucket_by_sequence_length;
 pub(crate) mod cache;
-pub(crate) mod concatenate;
 pub(crate) mod choose_from;
+pub(crate) mod concatenate;
 pub(crate) mod enumerate;
 pub(crate) mod filter;
 pub(crate) mod group_by_window;
