@@ -23,9 +23,10 @@ Examples:
 FEATURE:N keeps at most N tokens, counting the lookup's special indices as Keras's
 max_tokens does (1 OOV index for --vocabulary; \"\" and [UNK] for --text-vocabulary;
 with --tf-idf, Keras's layers have no mask index).
---quantiles summarizes batch by batch as Keras's Discretization.adapt does: each element
-of the pipeline is one batch (end the pipeline with the `batch` Keras's dataset had), or
-every --batch-size elements are.")]
+--quantiles and --batch-mean-variance go batch by batch as Keras's Discretization.adapt and
+Normalization.adapt do: each element of the pipeline is one batch (end the pipeline with the
+`batch` Keras's dataset had), or every --batch-size elements are. --mean-variance is exact
+(float64) whatever the batches.")]
 pub(crate) struct AdaptArgs {
     /// The pipeline file whose output is read.
     pipeline: PathBuf,
@@ -35,6 +36,10 @@ pub(crate) struct AdaptArgs {
     /// Features whose mean and variance are learnt.
     #[arg(long = "mean-variance", value_name = "FEATURE")]
     mean_variance: Vec<String>,
+    /// Features whose mean and variance are learnt as Keras's `Normalization.adapt` does,
+    /// batch by batch in float32 (bit for bit Keras's; see --batch-size).
+    #[arg(long = "batch-mean-variance", value_name = "FEATURE")]
+    batch_mean_variance: Vec<String>,
     /// Features whose values make a vocabulary (`string_lookup`, `integer_lookup`).
     #[arg(long, value_name = "FEATURE[:MAX_TOKENS]")]
     vocabulary: Vec<String>,
@@ -48,8 +53,8 @@ pub(crate) struct AdaptArgs {
     /// The quantile summary's error tolerance (Keras's `epsilon`).
     #[arg(long, default_value_t = 0.01)]
     epsilon: f64,
-    /// Quantiles: elements summarized together as one batch (default 1: each element is
-    /// a batch).
+    /// Quantiles and batch means: elements summarized together as one batch (default 1:
+    /// each element is a batch).
     #[arg(long = "batch-size", value_name = "N")]
     batch_size: Option<usize>,
     /// Quantiles: batches read at most (Keras's `steps`).
@@ -86,6 +91,15 @@ pub(crate) fn run(args: &AdaptArgs) -> Result<ExitCode> {
     for f in &args.mean_variance {
         spec = spec.with(f.clone(), Analyzer::MeanVariance);
     }
+    for f in &args.batch_mean_variance {
+        let analyzer = Analyzer::BatchMeanVariance {
+            batch_size: args.batch_size,
+        };
+        analyzer
+            .check()
+            .with_context(|| format!("--batch-mean-variance {f}"))?;
+        spec = spec.with(f.clone(), analyzer);
+    }
     for arg in &args.vocabulary {
         let (name, max_tokens) = feature_and_max(arg)?;
         let analyzer = serde_json::from_value(serde_json::json!({
@@ -119,7 +133,8 @@ pub(crate) fn run(args: &AdaptArgs) -> Result<ExitCode> {
     }
     if spec.features.is_empty() {
         bail!(
-            "nothing to learn: give --mean-variance, --vocabulary, --text-vocabulary or --quantiles"
+            "nothing to learn: give --mean-variance, --batch-mean-variance, --vocabulary, \
+             --text-vocabulary or --quantiles"
         );
     }
     let mut pipeline = PipelineFile::load(&args.pipeline)?;

@@ -802,7 +802,9 @@ class Pipeline:
 
     def adapt(self, features: Mapping[str, Any], out: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
         """Reads the pipeline once and learns, per feature, what the Keras stages load
-        (Keras's ``layer.adapt``): ``features`` maps a feature to ``"mean_variance"``,
+        (Keras's ``layer.adapt``): ``features`` maps a feature to ``"mean_variance"`` (exact,
+        float64), ``"batch_mean_variance"`` (Keras's ``Normalization.adapt`` bit for bit:
+        float32 batch by batch, each element one batch unless ``batch_size`` elements are),
         ``"vocabulary"``, ``"text_vocabulary"``, or a dict with ``analyzer`` and its options
         (``max_tokens``; for ``vocabulary`` ``num_oov_indices``, ``mask_token``,
         ``oov_token``; for ``text_vocabulary`` ``standardize``, ``split``, ``ngrams``; for

@@ -48,6 +48,18 @@ pub enum Analyzer {
     /// The mean and (population) variance of all its values, in `f64` (for
     /// `normalization`; Keras's `Normalization(axis=None).adapt`).
     MeanVariance,
+    /// The mean and variance as Keras's `Normalization(axis=None).adapt` computes them
+    /// over a batched `tf.data.Dataset`, bit for bit: each batch's `float32` mean and
+    /// variance (TensorFlow's `reduce_mean` and `reduce_variance`, summed in Eigen's order
+    /// on one thread), merged into the running ones in `float32` with the batch's weight.
+    /// Each element read is one batch, or every `batch_size` elements are. For statistics
+    /// as exact as `float64` allows, use `mean_variance`.
+    BatchMeanVariance {
+        /// Elements per batch (default: 1, each element a batch: batch the pipeline as
+        /// Keras's dataset was).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        batch_size: Option<usize>,
+    },
     /// Its distinct values (strings or integers), most frequent first, ties by value in
     /// decreasing byte order, without the mask and OOV tokens: `StringLookup.adapt`'s
     /// vocabulary. `max_tokens` counts the mask and OOV indices as Keras does (the
@@ -161,6 +173,11 @@ impl Analyzer {
                 }
                 Ok(())
             }
+            Analyzer::BatchMeanVariance {
+                batch_size: Some(0),
+            } => Err(Error::invalid(
+                "batch_mean_variance: `batch_size` must be at least 1",
+            )),
             Analyzer::Vocabulary {
                 tf_idf: true,
                 capacity: Some(_),
@@ -397,6 +414,75 @@ enum State {
         docs: Option<Documents>,
     },
     Quantiles(Box<Quantiles>),
+    BatchMoments(Box<BatchMoments>),
+}
+
+/// Keras's running `float32` mean and variance, batch by batch.
+struct BatchMoments {
+    mean: f32,
+    variance: f32,
+    count: u64,
+    batch_size: usize,
+    /// Values of the batch being gathered, and its elements.
+    pending: Vec<f32>,
+    pending_elements: usize,
+}
+
+impl BatchMoments {
+    fn add(&mut self, t: &Tensor, name: &str) -> Result<()> {
+        // Keras converts each batch to its compute dtype, float32.
+        match t.data() {
+            TensorData::F32(v) => self.pending.extend_from_slice(v),
+            TensorData::F64(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
+            TensorData::I64(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
+            TensorData::I32(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
+            TensorData::U8(v) => self.pending.extend(v.iter().map(|&x| f32::from(x))),
+            TensorData::Bytes(_) => {
+                return Err(Error::data_of(
+                    name,
+                    format!("adapt: `{name}` holds strings: a mean needs numbers"),
+                ));
+            }
+        }
+        self.pending_elements += 1;
+        if self.pending_elements == self.batch_size {
+            self.flush();
+        }
+        Ok(())
+    }
+
+    /// The gathered batch merged, as Keras's `Normalization.adapt` loop does.
+    fn flush(&mut self) {
+        let batch = std::mem::take(&mut self.pending);
+        self.pending_elements = 0;
+        if batch.is_empty() {
+            return;
+        }
+        use super::eigen::sum_f32;
+        let n = batch.len() as f32;
+        // tf.reduce_mean: the sum over the count; tf.math.reduce_variance: the mean of the
+        // squared deviations from that mean.
+        let batch_mean = sum_f32(&batch) / n;
+        let squares: Vec<f32> = batch
+            .iter()
+            .map(|&x| {
+                let d = x - batch_mean;
+                d * d
+            })
+            .collect();
+        let batch_var = sum_f32(&squares) / n;
+        self.count += batch.len() as u64;
+        // Python floats, then float32 tensors where they meet the running statistics.
+        let batch_weight = batch.len() as f64 / self.count as f64;
+        let existing_weight = (1.0 - batch_weight) as f32;
+        let batch_weight = batch_weight as f32;
+        let new_mean = self.mean * existing_weight + batch_mean * batch_weight;
+        let a = self.mean - new_mean;
+        let b = batch_mean - new_mean;
+        self.variance =
+            (self.variance + a * a) * existing_weight + (batch_var + b * b) * batch_weight;
+        self.mean = new_mean;
+    }
 }
 
 /// Document frequencies: in how many documents each token was seen.
@@ -510,6 +596,16 @@ pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
                 mean: 0.0,
                 m2: 0.0,
             },
+            Analyzer::BatchMeanVariance { batch_size } => {
+                State::BatchMoments(Box::new(BatchMoments {
+                    mean: 0.0,
+                    variance: 0.0,
+                    count: 0,
+                    batch_size: batch_size.unwrap_or(1),
+                    pending: Vec::new(),
+                    pending_elements: 0,
+                }))
+            }
             Analyzer::Vocabulary {
                 max_tokens,
                 num_oov_indices,
@@ -608,6 +704,7 @@ pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
                     }
                 }
                 State::Quantiles(q) => q.add(&t, name)?,
+                State::BatchMoments(m) => m.add(&t, name)?,
                 State::Tokens {
                     counts, text, docs, ..
                 } => {
@@ -678,6 +775,14 @@ pub fn adapt(dataset: &Dataset, spec: &AdaptSpec) -> Result<Statistics> {
                     mean,
                     variance: if count > 0 { m2 / count as f64 } else { 0.0 },
                 },
+                State::BatchMoments(mut m) => {
+                    m.flush();
+                    Learnt::MeanVariance {
+                        count: m.count,
+                        mean: f64::from(m.mean),
+                        variance: f64::from(m.variance),
+                    }
+                }
                 State::Quantiles(mut q) => {
                     q.flush();
                     Learnt::Quantiles {

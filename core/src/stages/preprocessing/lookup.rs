@@ -82,6 +82,27 @@ pub enum LookupOutput {
     /// inverse document frequency.
     #[serde(alias = "tf-idf")]
     TfIdf,
+    /// The indices one-hot encoded, over the lookup's size (OOV indices and vocabulary):
+    /// `category_encoding`'s `one_hot` of the indices, shapes included.
+    #[serde(alias = "one-hot")]
+    OneHot,
+    /// One vector per sample, 1 where it holds an index (`category_encoding`'s `multi_hot`).
+    #[serde(alias = "multi-hot")]
+    MultiHot,
+    /// One vector per sample, how often it holds each index (`category_encoding`'s `count`).
+    Count,
+}
+
+impl LookupOutput {
+    /// The encoding of the indices, for the modes that are `category_encoding`'s.
+    fn encoding(self) -> Option<super::EncodingMode> {
+        match self {
+            LookupOutput::OneHot => Some(super::EncodingMode::OneHot),
+            LookupOutput::MultiHot => Some(super::EncodingMode::MultiHot),
+            LookupOutput::Count => Some(super::EncodingMode::Count),
+            LookupOutput::Int | LookupOutput::TfIdf => None,
+        }
+    }
 }
 
 /// How integer out-of-vocabulary values are spread over several OOV indices.
@@ -146,6 +167,11 @@ impl LookupToken for i64 {
 /// Fingerprint64 (SipHash with `salt`) picks, an unknown integer to `value mod
 /// num_oov_indices` (or its hash with `oov_method = "farmhash"`); with none, an unknown
 /// token is an error. Output: `int64` indices (`invert`: the tokens), the input's shape.
+///
+/// `output_mode = "one_hot"`, `"multi_hot"` or `"count"` (Keras's, without a mask token)
+/// encode the indices as `category_encoding` does, over the lookup's size (the OOV indices
+/// and the vocabulary: Keras's `vocabulary_size()`), so a vocabulary learnt by `adapt`
+/// brings its own depth.
 ///
 /// `output_mode = "tf_idf"` (Keras's, without a mask token): one `float32` vector per sample
 /// (a scalar or `[k]` is one sample, `[n, k]` is `n`) over the OOV indices then the
@@ -271,6 +297,15 @@ where
         let adapted = matches!(self.vocabulary, Vocabulary::Adapted { .. });
         let why = match (self.output_mode, &self.idf_weights) {
             (LookupOutput::Int, Some(_)) => Some("`idf_weights` is for `output_mode = \"tf_idf\"`"),
+            (mode, Some(_)) if mode.encoding().is_some() => {
+                Some("`idf_weights` is for `output_mode = \"tf_idf\"`")
+            }
+            (mode, _) if mode.encoding().is_some() && self.invert => {
+                Some("`one_hot`, `multi_hot` and `count` encode indices; they do not `invert`")
+            }
+            (mode, _) if mode.encoding().is_some() && self.mask_token.is_some() => {
+                Some("`one_hot`, `multi_hot` and `count` are supported without a `mask_token`")
+            }
             (LookupOutput::TfIdf, _) if self.invert => {
                 Some("`output_mode = \"tf_idf\"` does not `invert`")
             }
@@ -438,6 +473,13 @@ macro_rules! lookup_layer {
                 if self.output_mode == LookupOutput::TfIdf {
                     let idf = self.idf()?;
                     return Ok(super::one_input(move |t| tf_idf(&lookup.call(t)?, &idf)));
+                }
+                if let Some(mode) = self.output_mode.encoding() {
+                    // Keras's depth: the vocabulary size, OOV indices included.
+                    let depth = self.num_oov_indices + lookup.table.len();
+                    return Ok(super::one_input(move |t| {
+                        super::category_encoding::encode(&lookup.call(t)?, depth, mode)
+                    }));
                 }
                 Ok(super::one_input(move |t| lookup.call(t)))
             }
