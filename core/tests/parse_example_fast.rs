@@ -228,12 +228,12 @@ fn example() -> impl Strategy<Value = Bytes> {
 fn conforming(spec: &FeatureSpec) -> BoxedStrategy<Feature> {
     match spec {
         FeatureSpec::VarLen { dtype } => kind_with(*dtype, 0..4),
-        // The strategies make fixed_len and var_len features only.
-        other => kind_with(other.dtype(), 0..4),
         FeatureSpec::FixedLen { dtype, shape, .. } => {
             let n: usize = shape.iter().product();
             kind_with(*dtype, n)
         }
+        // The strategies make fixed_len and var_len features only.
+        other => kind_with(other.dtype(), 0..4),
     }
     .prop_map(|kind| Feature { kind: Some(kind) })
     .boxed()

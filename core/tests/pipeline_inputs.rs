@@ -339,10 +339,10 @@ fn mistakes_in_inputs_name_their_line() {
     ));
     assert!(e.contains("input `de` is not read"), "{e}");
     assert!(e.starts_with("3:"), "{e}");
-    let e = error(&format!(
+    let e = error(
         "[inputs.x.source]\nformat = 'concatenate'\ninputs = ['y', 'x']\n\
-         [inputs.y.source]\nfiles = 'y'\n[source]\nformat = 'zip'\ninputs = ['x']\n"
-    ));
+         [inputs.y.source]\nfiles = 'y'\n[source]\nformat = 'zip'\ninputs = ['x']\n",
+    );
     assert!(
         e.contains("input `x` reads itself (through `x` -> `x`)"),
         "{e}"
