@@ -474,9 +474,20 @@ class Pipeline:
              output: Optional[str] = None) -> "Pipeline":
         """``tf.clip_by_value``: numbers clipped to ``[clip_value_min, clip_value_max]`` (a
         bound left out does not clip), NaN kept, dtype kept, TensorFlow's bits."""
+        def bound(x: Optional[float]) -> Any:
+            # JSON has no infinities: the stage takes them as words.
+            if x is None:
+                return None
+            x = float(x)
+            if x != x:
+                return "nan"
+            if x in (float("inf"), float("-inf")):
+                return "inf" if x > 0 else "-inf"
+            return x
+
         return self.stage("clip", input=input, output=output,
-                          clip_value_min=None if clip_value_min is None else float(clip_value_min),
-                          clip_value_max=None if clip_value_max is None else float(clip_value_max))
+                          clip_value_min=bound(clip_value_min),
+                          clip_value_max=bound(clip_value_max))
 
     def log1p(self, input: str, output: Optional[str] = None) -> "Pipeline":
         """``tf.math.log1p``: ``log(1 + x)`` in float32 / float64 (integers cast to

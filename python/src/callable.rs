@@ -106,7 +106,14 @@ pub(crate) fn call_scan(
         let out = f.call1(py, (state_dict, dict))?;
         let (new_state, output): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
             out.bind(py).extract().map_err(|_| {
-                crate::errors::invalid(py, "a scan function must return a pair (new_state, output)")
+                // The user's function is at fault: a TypeError, raised as UserCodeError.
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "a scan function must return a pair (new_state, output), not {}",
+                    out.bind(py)
+                        .get_type()
+                        .name()
+                        .map_or_else(|_| "?".to_string(), |n| n.to_string())
+                ))
             })?;
         *state = dict_to_element(py, &new_state, None, "a scan function's new state")?;
         if output.is_none() {

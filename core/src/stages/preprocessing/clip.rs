@@ -35,10 +35,22 @@ pub struct ClipSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// The least value (default: none).
-    #[serde(default, alias = "min", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "min",
+        skip_serializing_if = "Option::is_none",
+        with = "float_or_word"
+    )]
+    #[schemars(with = "Option<f64>")]
     pub clip_value_min: Option<f64>,
     /// The greatest value (default: none).
-    #[serde(default, alias = "max", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "max",
+        skip_serializing_if = "Option::is_none",
+        with = "float_or_word"
+    )]
+    #[schemars(with = "Option<f64>")]
     pub clip_value_max: Option<f64>,
 }
 
@@ -177,5 +189,67 @@ impl FeatureLayer for ClipSpec {
             };
             Ok(Tensor::new(t.shape(), data)?)
         }))
+    }
+}
+
+/// A bound as a number, or as the word `"inf"`, `"-inf"` or `"nan"` (JSON, which the Python
+/// front end speaks, has no infinities): written back as a number when finite.
+mod float_or_word {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Number(f64),
+        Word(String),
+    }
+
+    pub(super) fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(x) if x.is_nan() => s.serialize_str("nan"),
+            Some(x) if x.is_infinite() => s.serialize_str(if *x > 0.0 { "inf" } else { "-inf" }),
+            Some(x) => s.serialize_f64(*x),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        match Option::<Given>::deserialize(d)? {
+            None => Ok(None),
+            Some(Given::Number(x)) => Ok(Some(x)),
+            Some(Given::Word(w)) => match w.to_ascii_lowercase().as_str() {
+                "inf" | "+inf" | "infinity" | "+infinity" => Ok(Some(f64::INFINITY)),
+                "-inf" | "-infinity" => Ok(Some(f64::NEG_INFINITY)),
+                "nan" => Ok(Some(f64::NAN)),
+                _ => Err(serde::de::Error::custom(format!(
+                    "{w:?} is not a number (a bound is a number, \"inf\", \"-inf\" or \"nan\")"
+                ))),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+
+    #[test]
+    fn infinite_bounds_travel_through_json_as_words() {
+        let spec: ClipSpec = serde_json::from_str(
+            r#"{"input": "x", "clip_value_min": "-inf", "clip_value_max": 3.5}"#,
+        )
+        .unwrap();
+        assert_eq!(spec.clip_value_min, Some(f64::NEG_INFINITY));
+        assert_eq!(spec.clip_value_max, Some(3.5));
+        let json = serde_json::to_string(&spec).unwrap();
+        assert!(json.contains(r#""clip_value_min":"-inf""#), "{json}");
+        assert_eq!(serde_json::from_str::<ClipSpec>(&json).unwrap(), spec);
+        let err = serde_json::from_str::<ClipSpec>(r#"{"input": "x", "min": "big"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("did not match") || err.contains("not a number"),
+            "{err}"
+        );
     }
 }
