@@ -15,6 +15,7 @@
 //! | flat_map (parallel), scan (`cumsum`), rejection_resample | ✓ | | ✓ | ✓ (flat_map) | ✓ |
 //! | cache (memory) | ✓ | | ✓ | | |
 //! | concatenate | ✓ | | ✓ | | ✓ |
+//! | choose_from (round robin with a second input) | ✓ (tf.data's order) | | ✓ | | ✓ |
 //! | Keras layers (`hashing`, `integer_lookup`, `discretization`), `filter` of pipeline files | ✓ | | ✓ | | ✓ |
 //!
 //! Shutdown (dropping the iterator joins every thread) is checked in `shutdown.rs`, alone in
@@ -239,6 +240,24 @@ proptest! {
         prop_assert_eq!(check_deterministic(concat, p.n, p.seed), Ok(()));
         if p.n > 0 {
             prop_assert_eq!(check_error_propagation(concat, p.n, p.n - 1, reference), Ok(()));
+        }
+    }
+
+    /// `choose_from` alternating the input with another, until the input is exhausted
+    /// (tf.data's `stop_on_empty_dataset`).
+    #[test]
+    fn choose_from(p: StageParams) {
+        let n = p.n;
+        let stage = move |ds: Dataset| {
+            Dataset::choose_from(vec![ds, Dataset::range(1000, 1000 + n)], &Dataset::range(0, 2).repeat(None))
+        };
+        let alternated = |v: &[i64]| {
+            v.iter().zip(1000..).flat_map(|(&x, y)| [x, y]).collect()
+        };
+        prop_assert_eq!(check_ordered(stage, p.n, alternated), Ok(()));
+        prop_assert_eq!(check_deterministic(stage, p.n, p.seed), Ok(()));
+        if p.n > 0 {
+            prop_assert_eq!(check_error_propagation(stage, p.n, p.n / 2, alternated), Ok(()));
         }
     }
 
