@@ -38,6 +38,7 @@ mod quantiles;
 mod regex_replace;
 mod text_vectorization;
 mod token_counts;
+mod token_table;
 
 use std::sync::Arc;
 

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::lookup::Vocabulary;
+use super::token_table::{Token, TokenTable};
 use super::{FeatureLayer, LayerFn, check_input, one_input, wrong_dtype};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -238,7 +239,7 @@ pub(crate) struct Vectorizer {
     output_mode: TextOutput,
     output_sequence_length: Option<usize>,
     /// Token → index (from 2).
-    table: FxHashMap<Vec<u8>, i64>,
+    table: TokenTable,
     widths: Vec<usize>,
     /// `tf_idf`: the weight of each column (OOV, then the vocabulary).
     idf: Vec<f32>,
@@ -285,7 +286,7 @@ impl Vectorizer {
             split,
             output_mode: TextOutput::Int,
             output_sequence_length: None,
-            table: FxHashMap::default(),
+            table: TokenTable::default(),
             widths: widths(&ngrams),
             idf: Vec::new(),
         }
@@ -366,7 +367,42 @@ impl Vectorizer {
         if token.is_empty() {
             return 0;
         }
-        self.table.get(token).copied().unwrap_or(1)
+        self.table.get(token).unwrap_or(1)
+    }
+
+    /// Whitespace split without n-grams into at most `row.len()` indices, the rest of the
+    /// row zeros (padding): one pass over the raw bytes that standardizes, splits and looks
+    /// each token up as it ends, and stops when the row is full (the tokens after it are
+    /// cut anyway). The same indices as [`Vectorizer::each_token`] with
+    /// [`Vectorizer::index`].
+    fn fill_row(&self, text: &[u8], row: &mut [i64], token: &mut Token) {
+        let len = row.len();
+        let mut k = 0;
+        token.clear();
+        for &b in text {
+            let m = self.bytes[usize::from(b)];
+            if m >= 256 {
+                continue;
+            }
+            let c = m as u8;
+            if c == b' ' || (b'\t'..=b'\r').contains(&c) {
+                if !token.is_empty() {
+                    row[k] = self.table.get_token(token).unwrap_or(1);
+                    k += 1;
+                    token.clear();
+                    if k == len {
+                        return;
+                    }
+                }
+            } else {
+                token.push(c);
+            }
+        }
+        if !token.is_empty() && k < len {
+            row[k] = self.table.get_token(token).unwrap_or(1);
+            k += 1;
+        }
+        row[k..].fill(0);
     }
 
     fn call(&self, t: &Tensor) -> Result<Tensor> {
@@ -384,6 +420,16 @@ impl Vectorizer {
         if let (TextOutput::Int, Some(len)) = (self.output_mode, self.output_sequence_length) {
             // Indices written straight into the padded output (no row vectors).
             let n = texts.len();
+            if self.split == TextSplit::Whitespace && self.widths.is_empty() && len > 0 {
+                // A recycled buffer (no fresh pages per batch): every value is written.
+                let mut out = crate::tensor::pool::take_filled::<i64>(n * len);
+                let mut token = Token::default();
+                for (text, row) in texts.iter().zip(out.chunks_exact_mut(len)) {
+                    self.fill_row(text, row, &mut token);
+                }
+                let shape = if scalar { vec![len] } else { vec![n, len] };
+                return Ok(Tensor::new(&shape, TensorData::I64(out.into()))?);
+            }
             let mut out = vec![0i64; n * len];
             for (r, text) in texts.iter().enumerate() {
                 let row = &mut out[r * len..(r + 1) * len];
@@ -489,19 +535,25 @@ impl FeatureLayer for TextVectorizationSpec {
             (TextOutput::TfIdf, _) => with_oov_weight(idf, self.idf_weights.as_deref()),
             _ => idf,
         };
-        let mut table = FxHashMap::default();
-        for (i, t) in tokens.into_iter().enumerate() {
+        let mut seen = FxHashMap::default();
+        for (i, t) in tokens.iter().enumerate() {
             if t.is_empty() {
                 return Err(Error::invalid(format!(
                     "the vocabulary holds the mask token \"\" (at {i})"
                 )));
             }
-            if table.insert(t.clone().into_bytes(), i as i64 + 2).is_some() {
+            if seen.insert(t.as_bytes(), i).is_some() {
                 return Err(Error::invalid(format!(
                     "the vocabulary holds {t:?} twice (again at {i})"
                 )));
             }
         }
+        let table = TokenTable::new(
+            tokens
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.as_bytes().to_vec(), i as i64 + 2)),
+        );
         let v = Vectorizer {
             bytes: byte_table(self.standardize),
             split: self.split,
@@ -531,4 +583,49 @@ pub(crate) fn with_oov_weights(idf: Vec<f32>, given: Option<&[f64]>, n: usize) -
     let mut out = vec![mean; n];
     out.extend(idf);
     out
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn vectorizer(standardize: Standardize) -> Vectorizer {
+        let mut v = Vectorizer::tokenizer(standardize, TextSplit::Whitespace, None);
+        let words = [
+            "ab",
+            "a",
+            "b\u{e9}",
+            "x0",
+            "longer-than-thirty-two-bytes-token!!",
+        ];
+        v.table = TokenTable::new(
+            words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| (w.as_bytes().to_vec(), i as i64 + 2)),
+        );
+        v
+    }
+
+    proptest! {
+        /// The one-pass row filler gives what standardize, split and look up give, cut to
+        /// the row.
+        #[test]
+        fn fill_row_is_each_token_then_index(
+            text in prop::collection::vec(prop::sample::select(
+                b"aAbB x0\t\n\r\x0b\x0c.,!-\xc3\xa9\xc3".to_vec()), 0..80),
+            len in 1usize..12,
+            strip in any::<bool>(),
+        ) {
+            let standardize = if strip { Standardize::LowerAndStripPunctuation } else { Standardize::None };
+            let v = vectorizer(standardize);
+            let mut want = Vec::new();
+            v.each_token(&text, &mut Vec::new(), &mut Vec::new(), |t| want.push(v.index(t))).unwrap();
+            want.resize(len, 0);
+            let mut row = vec![7i64; len];
+            v.fill_row(&text, &mut row, &mut Token::default());
+            prop_assert_eq!(row, want);
+        }
+    }
 }
