@@ -32,7 +32,8 @@ pub enum Literal {
 /// `ge` with a value, `in` / `not_in` with a list. Numbers compare as numbers (an integer
 /// feature with an integer exactly), strings byte for byte. A missing feature, a feature
 /// that is not a scalar, or a string compared with a number is an error naming it.
-/// (From Rust, `Dataset::filter` takes any closure.)
+/// (From Rust, `Dataset::filter` takes any closure; in a pipeline file, a predicate of
+/// your own is a `plugin` stage whose plugin is of kind `filter`, in any plugin language.)
 ///
 /// ```toml
 /// [[stage]]
