@@ -31,6 +31,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+mod durable;
 mod error;
 mod list;
 mod listed;
@@ -44,6 +45,7 @@ mod store;
 pub mod testing;
 mod writer;
 
+pub use durable::{remove_stale_temporaries, rename_durably, sync_dir, write_durably};
 pub use error::{Error, Result};
 pub use list::expand;
 pub use listed::listed_size;

@@ -2,14 +2,14 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use object_store::buffered::BufWriter as ObjectBufWriter;
 use tokio::io::AsyncWriteExt;
 
+use crate::durable::{rename_durably, temp_name};
 use crate::error::{Error, Result};
 use crate::location::Location;
 use crate::options::StorageOptions;
@@ -27,6 +27,8 @@ const PARTS_IN_FLIGHT: usize = 4;
 /// until [`ObjectWriter::commit`] returns: a local file is written beside it under a hidden
 /// temporary name and renamed into place; an object is uploaded in parts (multipart upload,
 /// or one request when small) that the store makes visible only when the upload completes.
+/// A local file is synced before its rename and its directory after, so a committed file
+/// survives a power loss too.
 /// A writer dropped without `commit` (an error, a panic) removes its temporary file or
 /// aborts its upload; a killed process leaves no file under the final name either (an
 /// unfinished multipart upload stays invisible; stores' lifecycle rules remove them).
@@ -85,20 +87,6 @@ pub fn create(location: &Location, options: &StorageOptions) -> Result<ObjectWri
     }
 }
 
-/// `dir/.name.partial-PID-N`: hidden, unique in this process, on the same file system.
-fn temp_name(path: &Path) -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(
-        ".{name}.partial-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ))
-}
-
 /// A file or object being written (see [`create`]).
 pub struct ObjectWriter {
     name: String,
@@ -140,7 +128,7 @@ impl ObjectWriter {
                 };
                 let file = file.into_inner().map_err(|e| io(e.into_error()))?;
                 file.sync_all().map_err(io)?;
-                std::fs::rename(&*temp, &*path).map_err(io)?;
+                rename_durably(temp, path).map_err(io)?;
             }
             Inner::Remote {
                 upload,
