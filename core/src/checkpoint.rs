@@ -155,17 +155,15 @@ impl Checkpoint {
         }
     }
 
-    /// Writes the checkpoint to `path` atomically (a temporary file beside it, renamed).
+    /// Writes the checkpoint to `path` atomically and durably (a hidden temporary file beside
+    /// it, synced, renamed, the directory synced): a crash leaves the previous checkpoint or
+    /// this one, whole.
     pub fn save(&self, path: &Path) -> Result<()> {
         let io = |error| Error::Io {
             path: path.to_path_buf(),
             error,
         };
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = std::path::PathBuf::from(tmp);
-        std::fs::write(&tmp, self.to_json() + "\n").map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
+        sluice_storage::write_durably(path, (self.to_json() + "\n").as_bytes()).map_err(io)
     }
 
     /// Reads a checkpoint written by [`Checkpoint::save`].

@@ -447,24 +447,11 @@ fn check_compression(head: &[u8], name: &str, compression: Compression) -> Resul
     }
 }
 
+/// Writes an index file durably (temporary name, synced, renamed, directory synced): a
+/// reader finds a whole index or none (and the checks of its magic, length and checksum
+/// refuse anything else).
 fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(
-        ".tmp-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0)
-    ));
-    let tmp = PathBuf::from(tmp);
-    let result = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    sluice_storage::write_durably(path, bytes)
 }
 
 /// Reads until `buf` is full or the input ends; the bytes read.

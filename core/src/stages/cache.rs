@@ -146,16 +146,19 @@ impl Stage for CacheStage {
         match &self.spec {
             CacheSpec::Memory => {
                 if let Some(done) = self.memory.locked().clone() {
+                    // The cache's bytes are in the run's ledger while it is read.
+                    let account = ctx.account();
+                    account.force(done.iter().map(|e| e.nbytes() as u64).sum());
                     let n = done.len();
-                    return Ok(Box::new(IterStream(
-                        (0..n).map(move |i| Ok(done[i].clone())),
-                    )));
+                    return Ok(Box::new(IterStream((0..n).map(move |i| {
+                        let _held = &account;
+                        Ok(done[i].clone())
+                    }))));
                 }
                 Ok(Box::new(MemoryFill {
                     upstream: input.open()?,
                     collected: Some(Vec::new()),
-                    bytes: 0,
-                    budget: ctx.options().ram_budget,
+                    account: ctx.account(),
                     slot: Arc::clone(&self.memory),
                 }))
             }
@@ -164,7 +167,21 @@ impl Stage for CacheStage {
                 let name = format!("sluice-cache-{}-seed{}.tfrecord", &fp[..24], ctx.seed());
                 let path = dir.join(name);
                 if path.is_file() {
-                    return read_cache(&path);
+                    match complete_count(&path) {
+                        Ok(Some(count)) => return read_cache(&path, count),
+                        // Killed before its end was written (or damaged since): not a
+                        // cache; built again below, replacing it.
+                        Ok(None) => tracing::warn!(
+                            path = %path.display(),
+                            "cache file without its end marker ignored; building it again"
+                        ),
+                        Err(error) => {
+                            return Err(Error::Io {
+                                path: path.clone(),
+                                error,
+                            });
+                        }
+                    }
                 }
                 fs::create_dir_all(dir).map_err(|error| Error::Io {
                     path: dir.clone(),
@@ -179,8 +196,9 @@ impl Stage for CacheStage {
 struct MemoryFill {
     upstream: BoxStream,
     collected: Option<Vec<Element>>,
-    bytes: u64,
-    budget: u64,
+    /// The bytes collected, in the run's byte ledger; the cache alone may not hold more
+    /// than the RAM budget (it fills on its consumer's thread: it cannot wait).
+    account: Arc<crate::run::ledger::Account>,
     slot: Arc<Mutex<Option<Arc<Vec<Element>>>>>,
 }
 
@@ -189,13 +207,14 @@ impl ElementStream for MemoryFill {
         match self.upstream.next() {
             Some(Ok(e)) => {
                 if let Some(c) = self.collected.as_mut() {
-                    self.bytes += e.nbytes() as u64;
-                    if self.bytes > self.budget {
+                    self.account.force(e.nbytes() as u64);
+                    if self.account.held() > self.account.budget() {
                         self.collected = None;
+                        self.account.release_all();
                         return Some(Err(Error::ram_budget(format!(
                             "the in-memory cache needs more than the RAM budget of {} bytes; \
                              cache to a directory, cache smaller elements, or raise `ram_budget`",
-                            self.budget
+                            self.account.budget()
                         ))));
                     }
                     c.push(e.clone());
@@ -205,6 +224,7 @@ impl ElementStream for MemoryFill {
             Some(Err(e)) => {
                 // A pass with an error is not complete: never cached.
                 self.collected = None;
+                self.account.release_all();
                 Some(Err(e))
             }
             None => {
@@ -220,7 +240,34 @@ impl ElementStream for MemoryFill {
     }
 }
 
-fn read_cache(path: &Path) -> Result<BoxStream> {
+/// The number of elements of the cache file at `path` when it is complete: its last
+/// record is the end marker `DiskFill` writes after the pass (an intact TFRecord frame of
+/// [`END_MAGIC`] and the count). `None` for a file without it (a writer killed on the way,
+/// a file cut short).
+fn complete_count(path: &Path) -> std::io::Result<Option<u64>> {
+    use std::io::{Read, Seek, SeekFrom};
+    use sluice_proto::tfrecord::masked_crc32c;
+    const DATA: usize = END_MAGIC.len() + 8;
+    const FRAME: usize = 8 + 4 + DATA + 4;
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    if len < FRAME as u64 {
+        return Ok(None);
+    }
+    file.seek(SeekFrom::Start(len - FRAME as u64))?;
+    let mut frame = [0u8; FRAME];
+    file.read_exact(&mut frame)?;
+    let word = |at: usize| u32::from_le_bytes(frame[at..at + 4].try_into().expect("4 bytes"));
+    let data = &frame[12..12 + DATA];
+    let intact = frame[..8] == (DATA as u64).to_le_bytes()
+        && word(8) == masked_crc32c(&frame[..8])
+        && word(12 + DATA) == masked_crc32c(data)
+        && data.starts_with(END_MAGIC);
+    Ok(intact.then(|| u64::from_le_bytes(data[END_MAGIC.len()..].try_into().expect("8 bytes"))))
+}
+
+/// The `count` elements of a complete cache file.
+fn read_cache(path: &Path, count: u64) -> Result<BoxStream> {
     let reader = TfRecordReader::open(
         path,
         ReaderOptions::default().with_compression(Compression::None),
@@ -238,11 +285,18 @@ fn read_cache(path: &Path) -> Result<BoxStream> {
         }
     }
     Ok(Box::new(IterStream(
-        records.map(|r| r.and_then(|r| codec::decode(r.data))),
+        records
+            .take(usize::try_from(count).unwrap_or(usize::MAX))
+            .map(|r| r.and_then(|r| codec::decode(r.data))),
     )))
 }
 
+/// The first record of a cache file (then the pipeline's fingerprint).
 const HEADER_MAGIC: &[u8] = b"sluice-cache-v1\n";
+
+/// The last record of a complete cache file (then the element count, u64 little-endian):
+/// a file without it is not a cache.
+const END_MAGIC: &[u8] = b"sluice-cache-end";
 
 struct DiskFill {
     upstream: BoxStream,
@@ -251,6 +305,8 @@ struct DiskFill {
     path: PathBuf,
     lock: Option<File>,
     buf: BytesMut,
+    /// Elements written.
+    count: u64,
 }
 
 impl DiskFill {
@@ -282,7 +338,9 @@ impl DiskFill {
                 });
             }
         }
-        // Another writer may have finished between our check and the lock.
+        // Another writer may have finished between our check and the lock. Holding the lock,
+        // any temporary file of this cache is a killed writer's: removed.
+        remove_temporaries(path);
         let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
         let mut writer = TfRecordWriter::create(&tmp, Compression::None)?;
         let mut header = HEADER_MAGIC.to_vec();
@@ -295,6 +353,7 @@ impl DiskFill {
             path: path.to_path_buf(),
             lock: Some(lock),
             buf: BytesMut::new(),
+            count: 0,
         })
     }
 
@@ -317,6 +376,7 @@ impl ElementStream for DiskFill {
                         self.abandon();
                         return Some(Err(err.into()));
                     }
+                    self.count += 1;
                 }
                 Some(Ok(e))
             }
@@ -325,9 +385,12 @@ impl ElementStream for DiskFill {
                 Some(Err(e))
             }
             None => {
-                if let Some(w) = self.writer.take() {
+                if let Some(mut w) = self.writer.take() {
+                    let mut end = END_MAGIC.to_vec();
+                    end.extend_from_slice(&self.count.to_le_bytes());
                     let done = w
-                        .finish()
+                        .write_record(&end)
+                        .and_then(|()| w.finish())
                         .map_err(Error::from)
                         .and_then(|f| {
                             f.sync_all().map_err(|error| Error::Io {
@@ -336,7 +399,7 @@ impl ElementStream for DiskFill {
                             })
                         })
                         .and_then(|_| {
-                            fs::rename(&self.tmp, &self.path).map_err(|error| Error::Io {
+                            sluice_storage::rename_durably(&self.tmp, &self.path).map_err(|error| Error::Io {
                                 path: self.path.clone(),
                                 error,
                             })
@@ -357,5 +420,22 @@ impl Drop for DiskFill {
     fn drop(&mut self) {
         // A partial pass never becomes a cache.
         self.abandon();
+    }
+}
+
+/// Removes the temporary files of the cache file `path` (`NAME.tmp-PID`) that writers killed
+/// before their rename left; called with the cache's lock held, so none is being written.
+fn remove_temporaries(path: &Path) {
+    let (Some(dir), Some(stem)) = (path.parent(), path.file_stem()) else {
+        return;
+    };
+    let prefix = format!("{}.tmp-", stem.to_string_lossy());
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs::remove_file(entry.path());
+        }
     }
 }

@@ -276,12 +276,13 @@ pub struct Statistics {
 }
 
 impl Statistics {
-    /// Writes the file (JSON).
+    /// Writes the file (JSON), atomically and durably: a crash leaves the old file or the
+    /// new one whole.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let text =
             serde_json::to_string_pretty(self).map_err(|e| Error::internal(e.to_string()))?;
-        std::fs::write(path, text + "\n").map_err(|error| Error::Io {
+        sluice_storage::write_durably(path, (text + "\n").as_bytes()).map_err(|error| Error::Io {
             path: path.into(),
             error,
         })
