@@ -290,16 +290,19 @@ pub(crate) struct RunCheckpoint {
     /// it), which hosts still in that epoch need to resume on another number of hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) ended: Option<Checkpoint>,
+    /// The length of the `--digests` file when the checkpoint was written: a resumed run
+    /// cuts it there (lines a killed run wrote after its last checkpoint are written again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) digests_len: Option<u64>,
 }
 
 impl RunCheckpoint {
+    /// Writes the checkpoint atomically and durably (a hidden temporary file beside it,
+    /// synced, renamed, the directory synced): a run killed at any point leaves the previous
+    /// checkpoint or this one, whole.
     fn save(&self, path: &Path) -> Result<()> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        fs::write(&tmp, serde_json::to_string_pretty(self)? + "\n")
-            .with_context(|| format!("cannot write the checkpoint {}", tmp.display()))?;
-        fs::rename(&tmp, path)
+        let text = serde_json::to_string_pretty(self)? + "\n";
+        sluice_storage::write_durably(path, text.as_bytes())
             .with_context(|| format!("cannot write the checkpoint {}", path.display()))
     }
 
@@ -325,6 +328,8 @@ pub(crate) struct Resume {
     pub(crate) elements: u64,
     pub(crate) batches: u64,
     pub(crate) checkpoints: Vec<Checkpoint>,
+    /// Where this host's `--digests` file stood at the checkpoint (own checkpoint only).
+    pub(crate) digests_len: Option<u64>,
 }
 
 impl Resume {
@@ -361,6 +366,7 @@ impl Resume {
             elements: if own { first.elements } else { 0 },
             batches: if own { first.batches } else { 0 },
             checkpoints,
+            digests_len: if own { first.digests_len } else { None },
         }))
     }
 
@@ -391,15 +397,22 @@ pub(crate) fn run_epochs_with(
         None => (0, 0, 0, 0),
     };
     let mut digests = match &ckpt.digests {
-        Some(path) => Some(BufWriter::new(
-            fs::OpenOptions::new()
+        Some(path) => {
+            let file = fs::OpenOptions::new()
                 .create(true)
                 .append(resume.is_some())
                 .write(true)
                 .truncate(resume.is_none())
                 .open(path)
-                .with_context(|| format!("cannot write {}", path.display()))?,
-        )),
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            // Lines written after the checkpoint by the run that was stopped are written
+            // again by this one.
+            if let Some(len) = resume.as_ref().and_then(|r| r.digests_len) {
+                file.set_len(len)
+                    .with_context(|| format!("cannot cut {} to the checkpoint", path.display()))?;
+            }
+            Some(BufWriter::new(file))
+        }
         None => None,
     };
     let mut stats = Vec::new();
@@ -422,7 +435,7 @@ pub(crate) fn run_epochs_with(
                 return Err(e.into());
             }
         };
-        let save = |iter: &PipelineIter, taken, elements, batches| -> Result<()> {
+        let save = |iter: &PipelineIter, taken, elements, batches, digests_len| -> Result<()> {
             if let Some(path) = &ckpt.path {
                 RunCheckpoint {
                     epoch_index: epoch,
@@ -431,6 +444,7 @@ pub(crate) fn run_epochs_with(
                     batches,
                     checkpoint: iter.checkpoint()?,
                     ended: None,
+                    digests_len,
                 }
                 .save(path)?;
             }
@@ -470,10 +484,8 @@ pub(crate) fn run_epochs_with(
             let stop = ckpt.interrupted.load(Ordering::Relaxed)
                 || ckpt.stop_after.is_some_and(|n| this_process >= n);
             if stop || (ckpt.path.is_some() && last_save.elapsed() >= ckpt.every) {
-                if let Some(out) = digests.as_mut() {
-                    out.flush()?;
-                }
-                if let Err(e) = save(&iter, taken, elements, batches) {
+                let digests_len = digests_flushed(digests.as_mut())?;
+                if let Err(e) = save(&iter, taken, elements, batches, digests_len) {
                     bar.finish_and_clear();
                     return Err(e);
                 }
@@ -495,6 +507,7 @@ pub(crate) fn run_epochs_with(
                 let ended = iter.checkpoint()?;
                 let next = ended.next_epoch();
                 let end_of_take = taken >= limit;
+                let digests_len = digests_flushed(digests.as_mut())?;
                 RunCheckpoint {
                     epoch_index: if end_of_take { epochs } else { epoch + 1 },
                     taken,
@@ -502,6 +515,7 @@ pub(crate) fn run_epochs_with(
                     batches,
                     checkpoint: next,
                     ended: Some(ended),
+                    digests_len,
                 }
                 .save(path)?;
                 last_save = Instant::now();
@@ -526,6 +540,17 @@ pub(crate) fn run_epochs_with(
         interrupted,
         elements_here: elements - resume.as_ref().map_or(0, |r| r.elements),
     })
+}
+
+/// Flushes the `--digests` file (when there is one) and returns its length: where a run
+/// resumed from the checkpoint about to be written continues it.
+fn digests_flushed(digests: Option<&mut BufWriter<fs::File>>) -> Result<Option<u64>> {
+    let Some(out) = digests else {
+        return Ok(None);
+    };
+    out.flush()?;
+    out.get_ref().sync_data()?;
+    Ok(Some(out.get_ref().metadata()?.len()))
 }
 
 /// Runs `sluice run`.
@@ -564,7 +589,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         stop_after: args.stop_after,
         digests: args.digests.clone(),
     };
-    if args.checkpoint.is_some() {
+    if let Some(path) = &args.checkpoint {
+        // What a run killed while writing its checkpoint left beside it.
+        sluice_storage::remove_stale_temporaries(path)
+            .with_context(|| format!("cannot clean up beside {}", path.display()))?;
         let flag = Arc::clone(&ckpt.interrupted);
         ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
             .context("cannot handle Ctrl-C")?;
@@ -692,6 +720,11 @@ impl Shards {
         let writers = (0..shards)
             .map(|i| {
                 let at = dir.join(&format!("part.tfrecord-{i:05}-of-{shards:05}"));
+                // What a run killed before its commit left beside the shard.
+                if let Location::Local(path) = &at {
+                    sluice_storage::remove_stale_temporaries(path)
+                        .with_context(|| format!("cannot clean up beside {}", path.display()))?;
+                }
                 let file = sluice_storage::create(&at, &Default::default())?;
                 Ok((at.display(), TfRecordWriter::new(file, compression)?))
             })
