@@ -89,7 +89,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use metrics::StageStats;
 pub use options::{ErrorPolicy, Options};
 pub use parallelism::NumParallel;
-pub use run::{Canceller, PipelineIter};
+pub use run::{ByteLedger, Canceller, MemoryUsage, PipelineIter};
 pub use sluice_tensor::{DType, Shape, Shared, Tensor, TensorData};
 /// TFDS data directories: [`tfds::TfdsSpec`], [`Dataset::tfds`], the info and listing.
 pub use sources::tfds;

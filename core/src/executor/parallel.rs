@@ -3,7 +3,11 @@
 //! order (`deterministic`) or takes them as they finish.
 //!
 //! Memory is bounded: at most `max_in_flight` chunks exist between the dispatcher and the
-//! consumer (a permit is taken per chunk and returned when the consumer takes it).
+//! consumer (a permit is taken per chunk and returned when the consumer takes it), and
+//! their bytes are in the run's [byte ledger](crate::run::ledger): the dispatcher reserves
+//! each item's bytes as it pulls it (handing on a shorter chunk, then waiting, when the
+//! budget has no room, unless nothing is in flight), a worker swaps its inputs' bytes for
+//! its outputs', and the consumer releases each element it takes.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -12,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqC
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, select, unbounded};
 
 use crate::autotune::Knob;
 use crate::elastic::Units;
@@ -20,6 +24,7 @@ use crate::element::{Element, ElementId, Provenance};
 use crate::error::{Error, Result};
 use crate::options::ErrorPolicy;
 use crate::run::BuildContext;
+use crate::run::ledger::{Account, bytes_of};
 use crate::stream::{BoxStream, ElementStream};
 
 /// The function a parallel stage applies to each input item (an element, or a group of
@@ -59,6 +64,9 @@ pub(crate) trait Item: Send + 'static {
 
     /// The records a failure of this item drops.
     fn units(&self) -> Units;
+
+    /// The bytes the item holds, as the byte ledger counts them.
+    fn nbytes(&self) -> u64;
 }
 
 impl Item for Element {
@@ -69,6 +77,10 @@ impl Item for Element {
     fn units(&self) -> Units {
         self.units().clone()
     }
+
+    fn nbytes(&self) -> u64 {
+        Element::nbytes(self) as u64
+    }
 }
 
 impl Item for Vec<Element> {
@@ -78,6 +90,10 @@ impl Item for Vec<Element> {
 
     fn units(&self) -> Units {
         Units::concat(self.iter().map(Element::units))
+    }
+
+    fn nbytes(&self) -> u64 {
+        self.iter().map(|e| Element::nbytes(e) as u64).sum()
     }
 
     fn trace(&self) -> (Option<ElementId>, Option<Provenance>) {
@@ -110,6 +126,8 @@ const PARKED_POLL: Duration = Duration::from_millis(2);
 struct Job<I> {
     seq: u64,
     items: Vec<Result<I>>,
+    /// The items' bytes, reserved in the ledger.
+    bytes: u64,
 }
 
 struct Done {
@@ -131,6 +149,8 @@ pub(crate) struct ParallelStream {
     ctx: BuildContext,
     max_in_flight: usize,
     finished: bool,
+    /// The bytes in flight (jobs, results, `ready`), in the run's ledger.
+    account: Arc<Account>,
 }
 
 impl ParallelStream {
@@ -153,6 +173,7 @@ impl ParallelStream {
         let (done_tx, done_rx) = unbounded::<Done>();
         let (stop_tx, stop_rx) = bounded::<()>(0);
         let avg_ns = Arc::new(AtomicU64::new(0));
+        let account = ctx.account();
         ctx.metrics()
             .set_workers(knob.as_ref().map_or(workers, |k| k.get()));
 
@@ -169,12 +190,13 @@ impl ParallelStream {
             let ctx = ctx.clone();
             let stop_rx = stop_rx.clone();
             let avg_ns = Arc::clone(&avg_ns);
+            let account = Arc::clone(&account);
             match std::thread::Builder::new()
                 .name(format!("sluice-{}-in", ctx.stage_label()))
                 .spawn(move || {
                     // Set however the dispatcher leaves, after its last job is sent.
                     let _ended = SetOnDrop(dispatched);
-                    dispatch(upstream, job_tx, permit_rx, stop_rx, avg_ns, ctx)
+                    dispatch(upstream, job_tx, permit_rx, stop_rx, avg_ns, account, ctx)
                 }) {
                 Ok(t) => threads.push(t),
                 Err(e) => spawn_error = Some(e),
@@ -192,9 +214,12 @@ impl ParallelStream {
             let avg_ns = Arc::clone(&avg_ns);
             let stop_rx = stop_rx.clone();
             let active = knob.clone().map(|k| (w, k, Arc::clone(&dispatched)));
+            let account = Arc::clone(&account);
             match std::thread::Builder::new()
                 .name(format!("sluice-{}-w{w}", ctx.stage_label()))
-                .spawn(move || work(job_rx, done_tx, f, avg_ns, stop_rx, active, ctx))
+                .spawn(move || {
+                    work(job_rx, done_tx, f, avg_ns, stop_rx, active, account, ctx)
+                })
             {
                 Ok(t) => threads.push(t),
                 Err(e) => {
@@ -223,6 +248,7 @@ impl ParallelStream {
             ctx: ctx.clone(),
             max_in_flight,
             finished,
+            account,
         }
     }
 
@@ -248,24 +274,32 @@ impl ElementStream for ParallelStream {
     fn next(&mut self) -> Option<Result<Element>> {
         loop {
             if let Some(item) = self.ready.pop_front() {
+                self.account.hand_out(bytes_of(&item));
                 return Some(item);
             }
             if self.finished {
                 return None;
             }
-            select! {
-                recv(self.results) -> msg => match msg {
-                    Ok(done) => self.accept(done),
-                    Err(_) => {
-                        // Every worker has finished: the rest is in order already.
-                        self.finished = true;
-                        let rest = std::mem::take(&mut self.reorder);
-                        for (_, items) in rest {
-                            self.ready.extend(items);
-                        }
+            // Waiting with nothing ready: the stage may take one item past the budget.
+            self.account.set_starving(true);
+            let msg = select! {
+                recv(self.results) -> msg => Some(msg),
+                recv(self.shutdown.channel()) -> _ => None,
+            };
+            self.account.set_starving(false);
+            let Some(msg) = msg else {
+                return None;
+            };
+            match msg {
+                Ok(done) => self.accept(done),
+                Err(_) => {
+                    // Every worker has finished: the rest is in order already.
+                    self.finished = true;
+                    let rest = std::mem::take(&mut self.reorder);
+                    for (_, items) in rest {
+                        self.ready.extend(items);
                     }
-                },
-                recv(self.shutdown.channel()) -> _ => return None,
+                }
             }
         }
     }
@@ -278,6 +312,7 @@ impl Drop for ParallelStream {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        self.account.release_all();
     }
 }
 
@@ -296,17 +331,31 @@ fn dispatch<I: Item, S: Source<I>>(
     permits: Receiver<()>,
     stop: Receiver<()>,
     avg_ns: Arc<AtomicU64>,
+    account: Arc<Account>,
     ctx: BuildContext,
 ) {
     let shutdown = ctx.shutdown().clone();
+    let stopped = || {
+        shutdown.is_set() || matches!(stop.try_recv(), Err(TryRecvError::Disconnected))
+    };
     let mut seq = 0u64;
     let mut ended = false;
+    // An item pulled for which the budget had no room: the job in hand was sent first.
+    let mut pending: Option<Result<I>> = None;
     while !ended {
         let t = Instant::now();
         select! {
             recv(permits) -> p => if p.is_err() { return },
             recv(stop) -> _ => return,
             recv(shutdown.channel()) -> _ => return,
+        }
+        // One job in flight until one is done: what an item's outputs weigh is unknown (a
+        // map may make large elements out of small ones).
+        while seq > 0 && !account.learnt() {
+            if stopped() {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(100));
         }
         ctx.metrics().add_wait_downstream(t.elapsed());
         // One item per job until the workers have measured what an item costs.
@@ -315,16 +364,65 @@ fn dispatch<I: Item, S: Source<I>>(
             avg => ((CHUNK_TARGET.as_nanos() as u64 / avg) as usize).clamp(1, MAX_CHUNK),
         };
         let t = Instant::now();
-        let items;
-        (items, ended) = pull_chunk(chunk, || guarded(|| upstream.next_item(), &ctx));
+        let mut waited = Duration::ZERO;
+        let mut items = Vec::with_capacity(chunk);
+        let mut bytes = 0u64;
+        while items.len() < chunk {
+            let item = match pending.take() {
+                Some(item) => item,
+                None => match guarded(|| upstream.next_item(), &ctx) {
+                    Some(item) => item,
+                    None => {
+                        ended = true;
+                        break;
+                    }
+                },
+            };
+            let item = match item {
+                Ok(i) => match account.too_large(i.nbytes()) {
+                    None => Ok(i),
+                    Some(error) => match oversized(&i, error, &ctx) {
+                        Some(e) => Err(e),
+                        None => continue,
+                    },
+                },
+                Err(e) => Err(e),
+            };
+            // An item's own bytes, or what an item's outputs were so far if more (a map
+            // that makes large elements out of small ones).
+            let n = item
+                .as_ref()
+                .map_or(0, |i| i.nbytes().max(account.output_per_item()));
+            if !account.try_reserve(n) {
+                if !items.is_empty() {
+                    // No room: send the job in hand, then wait.
+                    pending = Some(item);
+                    break;
+                }
+                let w = Instant::now();
+                let reserved = account.reserve(n, stopped);
+                waited += w.elapsed();
+                if !reserved {
+                    return;
+                }
+            }
+            bytes += n;
+            let is_err = item.is_err();
+            items.push(item);
+            if is_err {
+                break;
+            }
+        }
         if shutdown.is_set() {
             return;
         }
-        ctx.metrics().add_wait_upstream(t.elapsed());
+        ctx.metrics()
+            .add_wait_upstream(t.elapsed().saturating_sub(waited));
+        ctx.metrics().add_wait_downstream(waited);
         if items.is_empty() {
             break;
         }
-        if jobs.send(Job { seq, items }).is_err() {
+        if jobs.send(Job { seq, items, bytes }).is_err() {
             return;
         }
         seq += 1;
@@ -338,6 +436,7 @@ fn work<I: Item, O: Outputs>(
     avg_ns: Arc<AtomicU64>,
     stop: Receiver<()>,
     active: Option<(usize, Arc<Knob>, Arc<AtomicBool>)>,
+    account: Arc<Account>,
     ctx: BuildContext,
 ) {
     let shutdown = ctx.shutdown().clone();
@@ -394,6 +493,10 @@ fn work<I: Item, O: Outputs>(
         let per = elapsed.as_nanos() as u64 / n.max(1);
         let old = avg_ns.load(Relaxed);
         avg_ns.store(if old == 0 { per } else { (old * 7 + per) / 8 }, Relaxed);
+        // The job's inputs are gone; its outputs wait for the consumer.
+        let out_bytes = out.iter().map(bytes_of).sum();
+        account.learn_output(n, out_bytes);
+        account.swap(job.bytes, out_bytes);
         if done
             .send(Done {
                 seq: job.seq,
@@ -404,6 +507,23 @@ fn work<I: Item, O: Outputs>(
             return;
         }
     }
+}
+
+/// The error of an item larger than the whole RAM budget, with the stage's context and the
+/// error policy applied (`None`: skipped, its records reported dropped).
+fn oversized<I: Item>(item: &I, error: Error, ctx: &BuildContext) -> Option<Error> {
+    let (id, provenance) = item.trace();
+    let error = Error::Stage {
+        stage: ctx.stage_label(),
+        element: id,
+        provenance,
+        error: Box::new(error),
+    };
+    let out = ctx.on_error_dropping(error, item.count());
+    if out.is_none() {
+        ctx.dropped(&item.units());
+    }
+    out
 }
 
 /// Applies `f` to one item, wrapping its error (or panic) with the stage's context.
@@ -453,28 +573,6 @@ pub(crate) fn guarded<T>(
     }
 }
 
-/// Pulls up to `chunk` items; an error ends the chunk early (so it is handed on promptly and
-/// in order). Returns the items and whether the upstream ended.
-pub(crate) fn pull_chunk<I>(
-    chunk: usize,
-    mut next: impl FnMut() -> Option<Result<I>>,
-) -> (Vec<Result<I>>, bool) {
-    let mut items = Vec::with_capacity(chunk);
-    while items.len() < chunk {
-        match next() {
-            Some(item) => {
-                let is_err = item.is_err();
-                items.push(item);
-                if is_err {
-                    break;
-                }
-            }
-            None => return (items, true),
-        }
-    }
-    (items, false)
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -516,6 +614,7 @@ mod tests {
                 indices: HashMap::new(),
                 rows: Default::default(),
                 elastic: None,
+                ledger: crate::run::ByteLedger::new(1 << 30),
             }),
             epoch: 0,
             index: 1,

@@ -3,6 +3,11 @@
 //! Elements cross the channel in chunks of up to `chunk` elements, so the per-element cost
 //! of the hand-off (and of waking the other thread) is paid once per chunk. The buffer holds
 //! at most `capacity` elements: `capacity / chunk` chunks in the channel, one being filled.
+//!
+//! The buffer is bounded in bytes too: each element's bytes are reserved in the run's
+//! [byte ledger](crate::run::ledger) before it enters the buffer and released when the
+//! consumer takes it; when the budget has no room the producer hands on the chunk it has
+//! and waits (unless the buffer is empty: one element may always be in flight).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,8 +19,9 @@ use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TryRecvError, bounde
 use crate::autotune::Knob;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::executor::parallel::{guarded, pull_chunk};
+use crate::executor::parallel::guarded;
 use crate::run::BuildContext;
+use crate::run::ledger::{Account, bytes_of};
 use crate::stream::{BoxStream, ElementStream};
 
 type Chunk = Vec<Result<Element>>;
@@ -37,6 +43,8 @@ pub(crate) struct PrefetchStream {
     capacity: usize,
     chunk: usize,
     knob: Option<Arc<Knob>>,
+    /// The bytes of the buffered elements (channel and `current`), in the run's ledger.
+    account: Arc<Account>,
 }
 
 impl PrefetchStream {
@@ -61,23 +69,74 @@ impl PrefetchStream {
         let (stop_tx, stop_rx) = bounded::<()>(0);
         let tctx = ctx.clone();
         let tknob = knob.clone();
+        let account = ctx.account();
+        let taccount = Arc::clone(&account);
         let thread = std::thread::Builder::new()
             .name(format!("sluice-{}", ctx.stage_label()))
             .spawn(move || {
                 let shutdown = tctx.shutdown().clone();
+                let account = taccount;
                 // Stopped by `into_inner` (the stop channel disconnects): hand back what was
                 // pulled and the upstream.
                 let stopped = || matches!(stop_rx.try_recv(), Err(TryRecvError::Disconnected));
                 let mut ended = false;
+                // An element pulled for which the budget had no room: the chunk in hand was
+                // handed on first.
+                let mut pending: Option<Result<Element>> = None;
                 while !ended {
                     let t = Instant::now();
-                    let items;
-                    (items, ended) = pull_chunk(chunk, || guarded(|| upstream.next(), &tctx));
-                    if upstream_is_work {
-                        tctx.metrics().add_busy(t.elapsed());
-                    } else {
-                        tctx.metrics().add_wait_upstream(t.elapsed());
+                    let mut waited = Duration::ZERO;
+                    let mut items: Chunk = Vec::with_capacity(chunk);
+                    while items.len() < chunk {
+                        let item = match pending.take() {
+                            Some(item) => item,
+                            None => match guarded(|| upstream.next(), &tctx) {
+                                Some(item) => item,
+                                None => {
+                                    ended = true;
+                                    break;
+                                }
+                            },
+                        };
+                        let n = bytes_of(&item);
+                        let item = match item {
+                            Ok(e) if account.too_large(n).is_some() => match tctx.too_large(&e, n) {
+                                Some(err) => Err(err),
+                                None => continue,
+                            },
+                            item => item,
+                        };
+                        let n = bytes_of(&item);
+                        if !account.try_reserve(n) {
+                            if !items.is_empty() {
+                                // No room: hand on what is in hand, then wait.
+                                pending = Some(item);
+                                break;
+                            }
+                            let w = Instant::now();
+                            let reserved =
+                                account.reserve(n, || shutdown.is_set() || stopped());
+                            waited += w.elapsed();
+                            if !reserved {
+                                if shutdown.is_set() {
+                                    return None;
+                                }
+                                return Some((vec![item], upstream));
+                            }
+                        }
+                        let is_err = item.is_err();
+                        items.push(item);
+                        if is_err {
+                            break;
+                        }
                     }
+                    let pulled = t.elapsed().saturating_sub(waited);
+                    if upstream_is_work {
+                        tctx.metrics().add_busy(pulled);
+                    } else {
+                        tctx.metrics().add_wait_upstream(pulled);
+                    }
+                    tctx.metrics().add_wait_downstream(waited);
                     if items.is_empty() {
                         return None;
                     }
@@ -89,14 +148,15 @@ impl PrefetchStream {
                                 return None;
                             }
                             if stopped() {
+                                items.extend(pending);
                                 return Some((items, upstream));
                             }
                             std::thread::sleep(Duration::from_micros(200));
                         }
                     }
-                    let mut pending = items;
+                    let mut sending = items;
                     loop {
-                        match tx.send_timeout(pending, STOP_POLL) {
+                        match tx.send_timeout(sending, STOP_POLL) {
                             Ok(()) => break,
                             Err(SendTimeoutError::Disconnected(_)) => return None,
                             Err(SendTimeoutError::Timeout(back)) => {
@@ -104,9 +164,11 @@ impl PrefetchStream {
                                     return None;
                                 }
                                 if stopped() {
+                                    let mut back = back;
+                                    back.extend(pending);
                                     return Some((back, upstream));
                                 }
-                                pending = back;
+                                sending = back;
                             }
                         }
                     }
@@ -136,14 +198,22 @@ impl PrefetchStream {
             capacity,
             chunk,
             knob: tknob,
+            account,
         }
+    }
+
+    /// The next element taken from the buffer: its bytes leave the ledger.
+    fn pop(&mut self) -> Option<Result<Element>> {
+        let item = self.current.pop_front()?;
+        self.account.hand_out(bytes_of(&item));
+        Some(item)
     }
 
     fn take(&mut self, chunk: Option<Chunk>) -> Option<Result<Element>> {
         match chunk {
             Some(c) => {
                 self.current.extend(c);
-                self.current.pop_front()
+                self.pop()
             }
             None => {
                 self.ended = true;
@@ -159,6 +229,8 @@ impl PrefetchStream {
     pub(crate) fn into_inner(mut self) -> (VecDeque<Result<Element>>, Option<BoxStream>) {
         self.stop = None;
         let held = self.thread.take().and_then(|t| t.join().ok()).flatten();
+        // What was read ahead is the caller's now.
+        self.account.release_all();
         let mut items = std::mem::take(&mut self.current);
         while let Ok(chunk) = self.rx.try_recv() {
             items.extend(chunk);
@@ -184,15 +256,21 @@ pub(crate) enum Poll {
 impl PrefetchStream {
     /// Takes a buffered element without blocking.
     pub(crate) fn try_next(&mut self) -> Poll {
-        if let Some(item) = self.current.pop_front() {
+        if let Some(item) = self.pop() {
             return Poll::Ready(Some(item));
         }
         if self.ended {
             return Poll::Ready(None);
         }
         match self.rx.try_recv() {
-            Ok(c) => Poll::Ready(self.take(Some(c))),
-            Err(crossbeam_channel::TryRecvError::Empty) => Poll::Pending,
+            Ok(c) => {
+                self.account.set_starving(false);
+                Poll::Ready(self.take(Some(c)))
+            }
+            Err(crossbeam_channel::TryRecvError::Empty) => {
+                self.account.set_starving(true);
+                Poll::Pending
+            }
             Err(crossbeam_channel::TryRecvError::Disconnected) => Poll::Ready(self.take(None)),
         }
     }
@@ -200,7 +278,7 @@ impl PrefetchStream {
 
 impl ElementStream for PrefetchStream {
     fn next(&mut self) -> Option<Result<Element>> {
-        if let Some(item) = self.current.pop_front() {
+        if let Some(item) = self.pop() {
             return Some(item);
         }
         if self.ended {
@@ -213,9 +291,18 @@ impl ElementStream for PrefetchStream {
         self.ctx
             .metrics()
             .sample_buffer(self.rx.len() * self.chunk, capacity);
-        let chunk = select! {
-            recv(self.rx) -> c => c.ok(),
-            recv(self.ctx.shutdown().channel()) -> _ => None,
+        let chunk = match self.rx.try_recv() {
+            Ok(c) => Some(c),
+            Err(_) => {
+                // Waiting on an empty buffer: it may take one element past the budget.
+                self.account.set_starving(true);
+                let c = select! {
+                    recv(self.rx) -> c => c.ok(),
+                    recv(self.ctx.shutdown().channel()) -> _ => None,
+                };
+                self.account.set_starving(false);
+                c
+            }
         };
         self.take(chunk)
     }
@@ -227,5 +314,6 @@ impl Drop for PrefetchStream {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        self.account.release_all();
     }
 }

@@ -132,6 +132,26 @@ impl BuildContext {
         self.shared.row_pool()
     }
 
+    /// The run's byte ledger (see [`super::ledger`]).
+    pub fn ledger(&self) -> &Arc<super::ByteLedger> {
+        &self.shared.ledger
+    }
+
+    /// A new buffer's account in the run's byte ledger, named for this stage.
+    pub(crate) fn account(&self) -> Arc<super::ledger::Account> {
+        Arc::new(super::ledger::Account::new(
+            &self.shared.ledger,
+            self.stage_label(),
+        ))
+    }
+
+    /// The error of `element`, `n` bytes, larger than the whole RAM budget (this stage's
+    /// context, the error policy applied: `None` when skipped).
+    pub(crate) fn too_large(&self, element: &Element, n: u64) -> Option<Error> {
+        let error = super::ledger::too_large(n, self.shared.ledger.budget(), &self.stage_label());
+        self.on_element_error(element, error)
+    }
+
     /// The stage's live metrics.
     pub fn metrics(&self) -> &Arc<StageMetrics> {
         &self.metrics

@@ -28,6 +28,8 @@ pub struct PipelineIter {
     stats: Arc<StatsRegistry>,
     autotune: Arc<Autotuner>,
     state: Arc<RunState>,
+    /// The bytes held in the run's buffers.
+    ledger: Arc<super::ByteLedger>,
     dataset: Dataset,
     /// The plan that runs, and its stage numbers.
     plan: Arc<PlanNode>,
@@ -113,6 +115,7 @@ impl PipelineIter {
         let learned = state.learned.locked().clone();
         let autotune = Autotuner::new(learned, options.ram_budget, &stats, shutdown.clone());
         let elastic = Arc::new(elastic);
+        let ledger = super::ByteLedger::new(options.ram_budget);
         let shared = Arc::new(RunShared {
             seed,
             options,
@@ -122,6 +125,7 @@ impl PipelineIter {
             indices: optimized.numbers.as_ref().clone(),
             rows: Default::default(),
             elastic: Some(Arc::clone(&elastic)),
+            ledger: Arc::clone(&ledger),
         });
         *state.last.locked() = Some((Arc::clone(&stats), Arc::clone(&autotune)));
         let mut iter = PipelineIter {
@@ -129,6 +133,7 @@ impl PipelineIter {
             stats,
             autotune,
             state: Arc::clone(state),
+            ledger,
             dataset: dataset.clone(),
             plan: Arc::clone(&optimized.plan),
             indices: Arc::clone(&optimized.numbers),
@@ -154,6 +159,19 @@ impl PipelineIter {
     /// Statistics of this run so far.
     pub fn stats(&self) -> PipelineStats {
         PipelineStats::of(&self.stats, Some(&self.autotune))
+            .with_records(self.elastic.tracking().and_then(|t| t.progress.counts()))
+    }
+
+    /// What the run's buffers hold in bytes now, at most so far, and the RAM budget
+    /// (see [`ByteLedger`](super::ByteLedger)).
+    pub fn memory(&self) -> super::MemoryUsage {
+        self.ledger.usage()
+    }
+
+    /// The run's byte ledger, to watch what its buffers hold while it runs (from another
+    /// thread, or from a function inside the pipeline).
+    pub fn ledger(&self) -> Arc<super::ByteLedger> {
+        Arc::clone(&self.ledger)
     }
 
     /// Where this iteration is: a small [`Checkpoint`] (seed, epoch, elements yielded,
@@ -251,6 +269,8 @@ impl Iterator for PipelineIter {
         } else {
             self.stream.as_mut()?.next()
         };
+        // The element is the caller's now: out of the run's buffers.
+        super::ledger::settle();
         // Cancelled while waiting (the streams end on shutdown) or before: say so, once.
         let item = match item {
             Some(Ok(_)) | None | Some(Err(_)) if cancelled() => Some(Err(Error::Cancelled)),

@@ -8,6 +8,7 @@
 mod context;
 mod input;
 mod iter;
+pub(crate) mod ledger;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -15,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 pub use context::BuildContext;
 pub use input::Input;
 pub use iter::{Canceller, PipelineIter};
+pub use ledger::{ByteLedger, MemoryUsage};
 
 use crate::autotune::Autotuner;
 use crate::elastic::run::{ElasticRun, FileUnits, PositionUnits};
@@ -46,6 +48,8 @@ pub(crate) struct RunShared {
     /// The records of this epoch, as elastic checkpoints follow them (`None`: not followed,
     /// as in a stage's own test run).
     pub(crate) elastic: Option<Arc<ElasticRun>>,
+    /// The bytes the run's buffers hold, against `options.ram_budget` (see [`ledger`]).
+    pub(crate) ledger: Arc<ByteLedger>,
 }
 
 impl RunShared {
@@ -300,7 +304,10 @@ pub(crate) fn discard(stream: &mut BoxStream, n: u64) -> Result<u64> {
     let mut k = 0;
     while k < n {
         match stream.next() {
-            Some(Ok(_)) => k += 1,
+            Some(Ok(_)) => {
+                ledger::settle();
+                k += 1
+            }
             Some(Err(e)) => return Err(e),
             None => break,
         }

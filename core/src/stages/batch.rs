@@ -204,12 +204,16 @@ pub(crate) struct Groups {
 impl Source<Vec<Element>> for Groups {
     fn next_item(&mut self) -> Option<Result<Vec<Element>>> {
         let upstream = &mut self.upstream;
-        group(
-            || upstream.next(),
-            self.size,
-            self.drop_remainder,
-            &self.ctx,
-        )
+        // The bytes of the group's elements taken out of a buffer upstream stay counted
+        // and go on together into the parallel stage's work in flight (the run's ledger).
+        crate::run::ledger::gathering(|| {
+            group(
+                || upstream.next(),
+                self.size,
+                self.drop_remainder,
+                &self.ctx,
+            )
+        })
     }
 }
 
@@ -290,8 +294,17 @@ impl ElementStream for BatchStream {
             drop_remainder,
             ..
         } = &mut self.groups;
+        // The elements of the batch being assembled are in the run's byte ledger until it
+        // is handed on (the account releases them when dropped).
+        let account = self.ctx.account();
         next_batch(
-            || upstream.next(),
+            || {
+                let item = upstream.next();
+                if let Some(Ok(e)) = &item {
+                    account.force(e.nbytes() as u64);
+                }
+                item
+            },
             *size,
             *drop_remainder,
             &self.combine,

@@ -289,9 +289,9 @@ pub(crate) struct GroupStream<G: Grouping> {
     grouping: G,
     /// The open groups: what is held of each key's window, and its bytes.
     groups: BTreeMap<i64, Vec<Element>>,
-    /// Bytes held in the open groups, checked against the RAM budget.
-    bytes: u64,
-    budget: u64,
+    /// Bytes held in the open groups, in the run's byte ledger; the groups alone may not
+    /// hold more than the RAM budget (they fill on the consumer's thread: they cannot wait).
+    account: std::sync::Arc<crate::run::ledger::Account>,
     drop_remainder: bool,
     ended: bool,
     /// Outputs left to skip without assembling them (a resume under the fail policy).
@@ -310,8 +310,7 @@ impl<G: Grouping> GroupStream<G> {
             upstream,
             grouping,
             groups: BTreeMap::new(),
-            bytes: 0,
-            budget: ctx.options().ram_budget,
+            account: ctx.account(),
             drop_remainder,
             ended: false,
             skipping: 0,
@@ -339,15 +338,17 @@ impl<G: Grouping> GroupStream<G> {
                     None => continue,
                 },
             };
-            self.bytes += e.nbytes() as u64;
-            if self.bytes > self.budget {
+            let n = e.nbytes() as u64;
+            self.account.force(n);
+            if self.account.held() > self.account.budget() {
+                self.account.release(n);
                 return Some(Err(self.ctx.element_error(
                     &e,
                     Error::ram_budget(format!(
                         "the open groups of {} keys hold more than the RAM budget of {} bytes; \
                          use a smaller window or raise `ram_budget`",
                         self.groups.len(),
-                        self.budget
+                        self.account.budget()
                     )),
                 )));
             }
@@ -373,7 +374,7 @@ impl<G: Grouping> GroupStream<G> {
     /// `items` no longer held.
     fn release(&mut self, key: i64, items: Vec<Element>) -> (i64, Vec<Element>) {
         let n: u64 = items.iter().map(|e| e.nbytes() as u64).sum();
-        self.bytes = self.bytes.saturating_sub(n);
+        self.account.hand_out(n);
         (key, items)
     }
 }

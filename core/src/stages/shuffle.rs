@@ -1,5 +1,7 @@
 //! `shuffle`: a buffered, seeded shuffle (`tf.data.Dataset.shuffle`).
 
+use std::sync::Arc;
+
 use rand::Rng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,6 +13,7 @@ use crate::invalid::Invalid;
 use crate::params::Params;
 use crate::registry::{AppendContext, Spec};
 use crate::rng::{StreamKey, StreamRng};
+use crate::run::ledger::Account;
 use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stream::{BoxStream, ElementStream};
@@ -100,8 +103,7 @@ impl Stage for ShuffleSpec {
             buffer: Vec::with_capacity(self.buffer_size.min(1 << 16)),
             size: self.buffer_size,
             rng: key.rng(),
-            bytes: 0,
-            budget: ctx.options().ram_budget,
+            account: ctx.account(),
             ctx: ctx.clone(),
         }))
     }
@@ -112,9 +114,9 @@ struct ShuffleStream {
     buffer: Vec<Element>,
     size: usize,
     rng: StreamRng,
-    /// Bytes held in the buffer, checked against the RAM budget.
-    bytes: u64,
-    budget: u64,
+    /// Bytes held in the buffer, in the run's byte ledger; the buffer alone may not hold
+    /// more than the RAM budget (it fills on its consumer's thread: it cannot wait).
+    account: Arc<Account>,
     ctx: BuildContext,
 }
 
@@ -126,14 +128,16 @@ impl ElementStream for ShuffleStream {
             };
             match up.next() {
                 Some(Ok(e)) => {
-                    self.bytes += e.nbytes() as u64;
-                    if self.bytes > self.budget {
+                    self.account.force(e.nbytes() as u64);
+                    if self.account.held() > self.account.budget() {
                         self.upstream = None;
                         self.buffer.clear();
+                        self.account.release_all();
                         return Some(Err(self.ctx.stream_error(Error::ram_budget(format!(
                             "the shuffle buffer of {} elements holds more than the RAM budget of {} bytes; \
                              use a smaller `buffer_size` or raise `ram_budget`",
-                            self.size, self.budget
+                            self.size,
+                            self.account.budget()
                         )))));
                     }
                     self.buffer.push(e);
@@ -150,7 +154,7 @@ impl ElementStream for ShuffleStream {
         }
         let i = self.rng.random_range(0..self.buffer.len());
         let e = self.buffer.swap_remove(i);
-        self.bytes -= e.nbytes() as u64;
+        self.account.hand_out(e.nbytes() as u64);
         Some(Ok(e))
     }
 }
