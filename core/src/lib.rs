@@ -94,7 +94,7 @@ pub use sluice_tensor::{DType, Shape, Shared, Tensor, TensorData};
 /// TFDS data directories: [`tfds::TfdsSpec`], [`Dataset::tfds`], the info and listing.
 pub use sources::tfds;
 pub use stages::preprocessing::adapt;
-pub use stats::PipelineStats;
+pub use stats::{PipelineStats, RecordAccount};
 
 // What a custom stage (a plugin host's, or a user's) is written with.
 pub use executor::shutdown::Shutdown;

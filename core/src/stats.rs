@@ -27,6 +27,96 @@ pub struct PipelineStats {
     pub autotune: Vec<Decision>,
     /// The values autotune has set now: (stage, knob, value).
     pub tuned: Vec<(String, KnobKind, usize)>,
+    /// Every record of the run accounted for, when the run follows its records (see
+    /// [`RecordAccount`]); `None` otherwise (and in [`crate::Dataset::stats`]).
+    pub records: Option<RecordAccount>,
+}
+
+/// Every record a run read, accounted for: what became of it. The identity
+///
+/// ```text
+/// read = delivered + skipped + filtered + dropped + unfinished
+/// ```
+///
+/// holds for every run, and `unfinished` is 0 when an epoch ran to its end.
+///
+/// Records are counted where they enter the pipeline, at its unit points (a file reader:
+/// the records of its files; a global shuffle: its permutation's positions; a record-level
+/// `shard`: the positions of the stream it shards; another source: its elements), the
+/// same records elastic checkpoints follow (see [`crate::elastic`]). A record is counted
+/// once, when it is done, through the batch dimension: a batch of 32 rows delivers 32
+/// records; a row `unbatch` splits off is a part of its record, which is done when all its
+/// parts are. Records are followed when every stage above the unit points passes them on:
+/// not across `take`, `skip`, `repeat` or `cache` (iterate epochs instead, or stop reading;
+/// the records read and not delivered are then `unfinished`), nor across a stage of your
+/// own that does not implement [`Stage::elastic`](crate::Stage::elastic); then `records`
+/// is `None`.
+///
+/// ```
+/// use sluice_core::prelude::*;
+/// let ds = Dataset::range(0, 10)
+///     .filter(|e| Ok(e.tensor("value").and_then(|t| t.as_i64()).is_some_and(|v| v[0] % 3 != 0)))
+///     .batch_with(BatchSpec::new(4).drop_remainder(true));
+/// let mut it = ds.iter().unwrap();
+/// assert_eq!(it.by_ref().count(), 1);
+/// let r = it.stats().records.unwrap();
+/// // 0, 3, 6, 9 filtered; 4 of the other 6 delivered in one batch, 2 left over.
+/// assert_eq!((r.read, r.delivered, r.filtered, r.dropped), (10, 4, 4, 2));
+/// assert_eq!((r.skipped, r.unfinished), (0, 0));
+/// assert!(r.balances());
+/// ```
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct RecordAccount {
+    /// Records read (marked at a unit point, or skipped under the skip error policy at or
+    /// below one, before being marked: a corrupt record a reader skipped).
+    pub read: u64,
+    /// Delivered in the pipeline's output (rows of batches counted one by one).
+    pub delivered: u64,
+    /// Failed under the skip error policy, in a reader or in any stage (every record of
+    /// a batch that failed).
+    pub skipped: u64,
+    /// Left out by a predicate or function: `filter`, a filter plugin, a map function or
+    /// plugin that returned nothing, `scan` emitting nothing, `rejection_resample`'s
+    /// rejections.
+    pub filtered: u64,
+    /// Left out by a stage's own rule: a batch remainder with `drop_remainder`, an
+    /// incomplete window or group, a batch `unbatch` could not split.
+    pub dropped: u64,
+    /// Read and not yet done when the statistics were taken: in a buffer (shuffle,
+    /// prefetch, a batch being filled) or left there when the run stopped early.
+    pub unfinished: u64,
+}
+
+impl RecordAccount {
+    fn of(c: crate::elastic::progress::Counts) -> RecordAccount {
+        let [delivered, skipped, filtered, dropped] = c.fates;
+        let done = delivered + skipped + filtered + dropped;
+        RecordAccount {
+            read: c.read,
+            delivered,
+            skipped,
+            filtered,
+            dropped,
+            unfinished: c.read.saturating_sub(done),
+        }
+    }
+
+    /// Whether the identity holds: every record done at most once and no more records
+    /// done than read.
+    pub fn balances(&self) -> bool {
+        self.read == self.delivered + self.skipped + self.filtered + self.dropped + self.unfinished
+    }
+
+    fn add(self, o: RecordAccount) -> RecordAccount {
+        RecordAccount {
+            read: self.read + o.read,
+            delivered: self.delivered + o.delivered,
+            skipped: self.skipped + o.skipped,
+            filtered: self.filtered + o.filtered,
+            dropped: self.dropped + o.dropped,
+            unfinished: self.unfinished + o.unfinished,
+        }
+    }
 }
 
 impl PipelineStats {
@@ -41,7 +131,14 @@ impl PipelineStats {
             bottleneck: snapshot.bottleneck,
             autotune: tuner.map(|t| t.decisions()).unwrap_or_default(),
             tuned: tuner.map(|t| t.values()).unwrap_or_default(),
+            records: None,
         }
+    }
+
+    /// These statistics with the run's record counts (`None`: not followed).
+    pub(crate) fn with_records(mut self, counts: Option<crate::elastic::progress::Counts>) -> Self {
+        self.records = counts.map(RecordAccount::of);
+        self
     }
 
     /// The statistics of several epochs (or runs) as one: counts and times summed per
@@ -105,6 +202,10 @@ impl PipelineStats {
                 .flatten()
                 .collect(),
             tuned: epochs.last().map(|e| e.tuned.clone()).unwrap_or_default(),
+            records: epochs
+                .iter()
+                .map(|e| e.records)
+                .try_fold(RecordAccount::default(), |sum, r| r.map(|r| sum.add(r))),
         }
     }
 
@@ -236,6 +337,12 @@ mod tests {
             bottleneck: Some(1),
             autotune: vec![],
             tuned: vec![],
+            records: Some(RecordAccount {
+                read: 7,
+                delivered: 5,
+                skipped: 2,
+                ..RecordAccount::default()
+            }),
         };
         // A second epoch served from a cache: stage 0 is not run.
         let e2 = PipelineStats {
@@ -246,9 +353,35 @@ mod tests {
             bottleneck: None,
             autotune: vec![],
             tuned: vec![],
+            records: Some(RecordAccount {
+                read: 6,
+                delivered: 5,
+                skipped: 1,
+                ..RecordAccount::default()
+            }),
         };
-        let m = PipelineStats::merge(&[e1, e2]);
+        let m = PipelineStats::merge(&[e1.clone(), e2.clone()]);
+        let r = m.records.unwrap();
+        assert_eq!((r.read, r.delivered, r.skipped), (13, 10, 3));
+        assert!(r.balances());
+        // One epoch whose records were not followed: no account for the whole.
+        let blind = PipelineStats { records: None, ..e2.clone() };
+        assert_eq!(PipelineStats::merge(&[e1.clone(), blind, e2]).records, None);
+        let m = PipelineStats::merge(&[e1.clone(), e1.clone()]);
         assert_eq!(m.elements, 10);
+        let m = PipelineStats::merge(&[
+            e1,
+            PipelineStats {
+                wall_seconds: 1.0,
+                elements: 5,
+                skipped: 1,
+                stages: vec![stage(1, 0.1, 0.0)],
+                bottleneck: None,
+                autotune: vec![],
+                tuned: vec![],
+                records: None,
+            },
+        ]);
         assert_eq!(m.skipped, 3);
         assert_eq!(m.stages.len(), 2);
         assert_eq!(m.stages[1].elements_out, 20);

@@ -142,9 +142,36 @@ pub(crate) struct Progress {
     inner: std::sync::Mutex<Inner>,
 }
 
+/// What became of a record that is done (see [`crate::RecordAccount`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// Yielded by the pipeline (in an element, or a row of a batch).
+    Delivered,
+    /// Failed under the skip error policy.
+    Skipped,
+    /// Left out by a predicate or function (`filter`, a filter plugin, a function that
+    /// returns nothing, `rejection_resample`'s rejections).
+    Filtered,
+    /// Left out by a stage's own rule (a batch remainder with `drop_remainder`, an
+    /// incomplete window or group).
+    Dropped,
+}
+
+/// Counts of this run's records by fate, and of those read.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Counts {
+    /// Records read: marked with their unit at a unit point, or skipped (failed under the
+    /// skip policy) below one, before being marked.
+    pub(crate) read: u64,
+    /// By [`Fate`]: delivered, skipped, filtered, dropped.
+    pub(crate) fates: [u64; 4],
+}
+
 struct Inner {
     spaces: Vec<SpaceProgress>,
     parts: HashMap<Unit, PartsDone>,
+    /// Records read and done in this run, each counted once (when it becomes done).
+    counts: Counts,
     /// Why this epoch's progress cannot be checkpointed, once it cannot.
     broken: Option<String>,
 }
@@ -189,6 +216,7 @@ impl Progress {
             inner: std::sync::Mutex::new(Inner {
                 spaces,
                 parts,
+                counts: Counts::default(),
                 broken: None,
             }),
         }
@@ -208,17 +236,42 @@ impl Progress {
     /// An element was delivered (yielded by the pipeline): its records are done. A record
     /// delivered twice breaks the progress (it would be a bug, or a source read twice).
     pub(crate) fn delivered(&self, units: &Units) {
-        self.mark_all(units, true);
+        self.mark_all(units, true, Fate::Delivered);
     }
 
     /// Elements were dropped (by a filter, a batch remainder, the error policy): their
     /// records are done. Reporting a drop twice is harmless (a resumed run drops again what
     /// it replays).
     pub(crate) fn dropped(&self, units: &Units) {
-        self.mark_all(units, false);
+        self.mark_all(units, false, Fate::Dropped);
     }
 
-    fn mark_all(&self, units: &Units, strict: bool) {
+    /// [`Progress::dropped`], saying why (skipped, filtered or dropped).
+    pub(crate) fn dropped_as(&self, units: &Units, fate: Fate) {
+        self.mark_all(units, false, fate);
+    }
+
+    /// `n` records were read (marked with their units at a unit point).
+    pub(crate) fn read(&self, n: u64) {
+        self.inner.locked().counts.read += n;
+    }
+
+    /// `n` records were read and skipped at or below a unit point, before being marked
+    /// (a corrupt record a reader skipped).
+    pub(crate) fn read_and_skipped(&self, n: u64) {
+        let mut inner = self.inner.locked();
+        inner.counts.read += n;
+        inner.counts.fates[Fate::Skipped as usize] += n;
+    }
+
+    /// This run's records: read, and done by fate; `None` once the records could not be
+    /// followed (an element whose records were lost, a record delivered twice).
+    pub(crate) fn counts(&self) -> Option<Counts> {
+        let inner = self.inner.locked();
+        inner.broken.is_none().then_some(inner.counts)
+    }
+
+    fn mark_all(&self, units: &Units, strict: bool, fate: Fate) {
         if units.is_empty() {
             return;
         }
@@ -230,7 +283,9 @@ impl Progress {
             return;
         }
         for unit in units.as_slice() {
-            inner.mark(unit, strict);
+            if inner.mark(unit, strict) {
+                inner.counts.fates[fate as usize] += 1;
+            }
         }
     }
 
@@ -305,12 +360,14 @@ impl Progress {
 }
 
 impl Inner {
-    fn mark(&mut self, unit: &Unit, strict: bool) {
+    /// Marks `unit` done; true when that made its record done (its last part, or the
+    /// whole record, not done before).
+    fn mark(&mut self, unit: &Unit, strict: bool) -> bool {
         if unit.parts > 0 {
             let record = unit.record();
             if !strict && !self.parts.contains_key(&record) && self.is_done(&record) {
                 // A drop reported again for a record whose parts are all done.
-                return;
+                return false;
             }
             let entry = self.parts.entry(record).or_insert_with(|| PartsDone {
                 parts: unit.parts,
@@ -319,7 +376,7 @@ impl Inner {
             });
             let i = unit.part as usize;
             if entry.parts == unit.parts && i < entry.done.len() && entry.done[i] && !strict {
-                return;
+                return false;
             }
             if entry.parts != unit.parts || i >= entry.done.len() || entry.done[i] {
                 let why = format!(
@@ -327,12 +384,12 @@ impl Inner {
                     unit.part, unit.parts, unit.major, unit.minor
                 );
                 self.broken.get_or_insert(why);
-                return;
+                return false;
             }
             entry.done[i] = true;
             entry.count += 1;
             if entry.count < entry.parts {
-                return;
+                return false;
             }
             self.parts.remove(&record);
         }
@@ -341,14 +398,15 @@ impl Inner {
                 "an element names unit space {} the pipeline does not have",
                 unit.space
             ));
-            return;
+            return false;
         };
         let m = space.modulus;
         let key = (unit.major, unit.minor % m);
-        let ok = match space.lanes.get_mut(&key) {
-            Some(lane) => lane.mark(unit.minor / m) || !strict,
-            None => false,
-        };
+        let newly = space
+            .lanes
+            .get_mut(&key)
+            .is_some_and(|lane| lane.mark(unit.minor / m));
+        let ok = newly || (!strict && space.lanes.contains_key(&key));
         if !ok {
             let why = format!(
                 "record {}:{} of unit space {} was delivered twice, or is not this host's",
@@ -356,6 +414,7 @@ impl Inner {
             );
             self.broken.get_or_insert(why);
         }
+        newly
     }
 }
 

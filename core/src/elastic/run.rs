@@ -55,6 +55,9 @@ pub(crate) struct Tracking {
     /// Parts of records delivered before this run (an elastic resume): a splitting stage
     /// leaves them out.
     parts_before: BTreeMap<Unit, (u16, Vec<u16>)>,
+    /// Numbers of the stages at or below the unit points: what they skip under the skip
+    /// policy was read but never marked (see [`Progress::read_and_skipped`]).
+    below: std::collections::HashSet<usize>,
 }
 
 /// One unit point as this run reads it.
@@ -118,6 +121,9 @@ impl PointRun {
         {
             t.progress.note_start(self.space, major, minor, offset);
         }
+        if let Some(t) = tracking {
+            t.progress.read(1);
+        }
         Some(Unit::whole(self.space, major, minor))
     }
 
@@ -174,7 +180,15 @@ impl Tracking {
         let mut runs = HashMap::new();
         let mut readers = HashMap::new();
         let mut lists = HashMap::new();
+        let mut below = std::collections::HashSet::new();
         for p in points {
+            let mut nodes = vec![Arc::clone(&p.node)];
+            while let Some(n) = nodes.pop() {
+                if let Some(number) = numbers.get(&n.key()) {
+                    below.insert(*number);
+                }
+                nodes.extend(n.inputs().iter().cloned());
+            }
             let files = match &p.at {
                 PointAt::Files { files, .. } => *files,
                 _ => 0,
@@ -261,7 +275,14 @@ impl Tracking {
             readers,
             lists,
             parts_before,
+            below,
         }
+    }
+
+    /// Whether stage number `stage` is at or below a unit point (its records are not
+    /// marked yet).
+    pub(crate) fn below_points(&self, stage: usize) -> bool {
+        self.below.contains(&stage)
     }
 
     /// The unit point at node `key`, if it is one.
@@ -431,6 +452,9 @@ impl ElementStream for PositionUnits {
             let p = self.next;
             self.next += 1;
             if self.point.keeps(0, p) {
+                if let Some(t) = self.run.tracking() {
+                    t.progress.read(1);
+                }
                 e.set_units(Units::one(Unit::whole(self.point.space, 0, p)));
                 return Some(Ok(e));
             }
@@ -466,6 +490,44 @@ impl ElementStream for FileUnits {
                 e.set_units(Units::one(unit));
                 return Some(Ok(e));
             }
+        }
+    }
+}
+
+/// What stages report of the records they read and leave out (see [`crate::RecordAccount`]).
+impl crate::run::BuildContext {
+    /// Reports the records of an element a predicate or function left out (`filter`, a
+    /// filter plugin, a function that returned nothing): done, counted as filtered.
+    pub fn filtered(&self, units: &Units) {
+        self.dropped_as(units, super::progress::Fate::Filtered);
+    }
+
+    /// Reports the records of an element that failed under the skip error policy: done,
+    /// counted as skipped (the error itself is counted by [`Self::on_error`]).
+    pub fn skipped(&self, units: &Units) {
+        self.dropped_as(units, super::progress::Fate::Skipped);
+    }
+
+    fn dropped_as(&self, units: &Units, fate: super::progress::Fate) {
+        if let Some(t) = self.shared.elastic.as_ref().and_then(|e| e.tracking()) {
+            t.progress.dropped_as(units, fate);
+        }
+    }
+
+    /// `n` records read by this stage (a global shuffle marking its own).
+    pub(crate) fn records_read(&self, n: u64) {
+        if let Some(t) = self.shared.elastic.as_ref().and_then(|e| e.tracking()) {
+            t.progress.read(n);
+        }
+    }
+
+    /// `n` elements failed under the skip policy in this stage: when it is at or below a
+    /// unit point, they are records read and skipped before being marked.
+    pub(crate) fn skipped_below_points(&self, n: u64) {
+        if let Some(t) = self.shared.elastic.as_ref().and_then(|e| e.tracking())
+            && t.below_points(self.index)
+        {
+            t.progress.read_and_skipped(n);
         }
     }
 }

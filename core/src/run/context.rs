@@ -241,7 +241,7 @@ impl BuildContext {
     pub fn on_element_error(&self, element: &Element, error: Error) -> Option<Error> {
         let out = self.on_error(self.element_error(element, error));
         if out.is_none() {
-            self.dropped(element.units());
+            self.skipped(element.units());
         }
         out
     }
@@ -255,6 +255,7 @@ impl BuildContext {
             ErrorPolicy::Skip => {
                 tracing::debug!(stage = %self.stage_label(), %error, dropped = n, "skipped");
                 self.metrics.add_skipped(n);
+                self.skipped_below_points(n);
                 None
             }
         }

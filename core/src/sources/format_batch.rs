@@ -321,7 +321,7 @@ impl ElementStream for ChunkBatches {
                     let e = self.batch_ctx.element_error(&at, e);
                     match self.batch_ctx.on_error_dropping(e, rows) {
                         Some(e) => return Some(Err(e)),
-                        None => self.batch_ctx.dropped(&units),
+                        None => self.batch_ctx.skipped(&units),
                     }
                 }
             }

@@ -664,8 +664,9 @@ impl Order {
     }
 
     /// Marks `e`, read at this order's position `q`, with its record.
-    fn mark(&self, q: u64, mut e: Element) -> Element {
+    fn mark(&self, q: u64, mut e: Element, ctx: &BuildContext) -> Element {
         if let Some(space) = self.space {
+            ctx.records_read(1);
             e.set_units(Units::one(Unit::whole(space, 0, self.position(q))));
         }
         e
@@ -818,7 +819,7 @@ impl GlobalShuffleStream {
                             let globals: Vec<u64> = range.clone().map(|p| perm.apply(p)).collect();
                             for (q, read) in range.zip(shards.read_many(&globals, &ctx)) {
                                 match read {
-                                    Ok(e) => chunk.push(Ok(perm.mark(q, e))),
+                                    Ok(e) => chunk.push(Ok(perm.mark(q, e, &ctx))),
                                     Err(e) => chunk.extend(ctx.on_error(e).map(Err)),
                                 }
                             }
@@ -826,7 +827,7 @@ impl GlobalShuffleStream {
                             for p in range {
                                 let (s, r) = shards.locate(perm.apply(p));
                                 match shards.read(s, r, &ctx) {
-                                    Ok(e) => chunk.push(Ok(perm.mark(p, e))),
+                                    Ok(e) => chunk.push(Ok(perm.mark(p, e, &ctx))),
                                     Err(e) => chunk.extend(ctx.on_error(e).map(Err)),
                                 }
                             }
@@ -942,7 +943,7 @@ impl ElementStream for GlobalShuffleStream {
                     let (s, r) = shards.locate(perm.apply(q));
                     *next += 1;
                     match shards.read(s, r, &self.ctx) {
-                        Ok(e) => return Some(Ok(perm.mark(q, e))),
+                        Ok(e) => return Some(Ok(perm.mark(q, e, &self.ctx))),
                         Err(e) => {
                             if let Some(e) = self.ctx.on_error(e) {
                                 return Some(Err(e));

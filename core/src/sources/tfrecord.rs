@@ -179,6 +179,7 @@ impl ElementStream for FileRecords {
             let skipped = self.reader.skipped();
             if skipped > self.skipped {
                 self.ctx.metrics().add_skipped(skipped - self.skipped);
+                self.ctx.skipped_below_points(skipped - self.skipped);
                 self.skipped = skipped;
             }
             return match item {

@@ -269,7 +269,7 @@ pub(crate) fn next_batch(
                 let e = ctx.element_error(&items[0], e);
                 match ctx.on_error_dropping(e, items.len() as u64) {
                     Some(e) => return Some(Err(e)),
-                    None => ctx.dropped(&units_of(&items)),
+                    None => ctx.skipped(&units_of(&items)),
                 }
             }
         }

@@ -397,7 +397,7 @@ impl<G: Grouping> ElementStream for GroupStream<G> {
                     let err = self.ctx.element_error(&items[0], err);
                     match self.ctx.on_error_dropping(err, items.len() as u64) {
                         Some(err) => return Some(Err(err)),
-                        None => self.ctx.dropped(&units_of(&items)),
+                        None => self.ctx.skipped(&units_of(&items)),
                     }
                 }
             }

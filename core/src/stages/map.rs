@@ -127,12 +127,12 @@ impl Stage for MapStage {
                     Ok(Some(out))
                 }
                 Ok(None) => {
-                    drops.dropped(&units);
+                    drops.filtered(&units);
                     Ok(None)
                 }
                 Err(error) => {
                     if drops.error_policy() == ErrorPolicy::Skip {
-                        drops.dropped(&units);
+                        drops.skipped(&units);
                     }
                     Err(error)
                 }
@@ -228,7 +228,7 @@ pub(crate) fn map_next(
                 Some(e) => return Some(Err(e)),
                 None => {
                     if let Some(units) = &units {
-                        ctx.dropped(units);
+                        ctx.skipped(units);
                     }
                     continue;
                 }

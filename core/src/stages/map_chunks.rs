@@ -145,7 +145,7 @@ fn run_chunk(
     }
     for (parent, (_, _, units)) in parents.iter().enumerate() {
         if counts[parent] == 0 {
-            ctx.dropped(units);
+            ctx.filtered(units);
         }
     }
     let label = ctx.stage_label();
@@ -312,7 +312,7 @@ impl ElementStream for SequentialChunks {
                     Some(e) => return Some(Err(e)),
                     None => {
                         if let Some(units) = &units {
-                            self.ctx.dropped(units);
+                            self.ctx.skipped(units);
                         }
                     }
                 },

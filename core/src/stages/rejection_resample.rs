@@ -439,7 +439,7 @@ impl ElementStream for Resampled {
                     if self.rng.random::<f32>() < probs.accept[class] {
                         return Some(Ok(e));
                     }
-                    self.ctx.dropped(e.units());
+                    self.ctx.filtered(e.units());
                 }
             }
         }

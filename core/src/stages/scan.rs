@@ -121,7 +121,7 @@ impl ElementStream for Scanned {
                     out.set_units(units);
                     return Some(Ok(out));
                 }
-                Ok(None) => self.ctx.dropped(&units),
+                Ok(None) => self.ctx.filtered(&units),
                 Err(err) => {
                     let err = Error::Stage {
                         stage: self.ctx.stage_label(),
@@ -131,7 +131,7 @@ impl ElementStream for Scanned {
                     };
                     match self.ctx.on_error(err) {
                         Some(err) => return Some(Err(err)),
-                        None => self.ctx.dropped(&units),
+                        None => self.ctx.skipped(&units),
                     }
                 }
             }

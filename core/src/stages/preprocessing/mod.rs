@@ -148,7 +148,7 @@ impl<L: FeatureLayer> Stage for LayerStage<L> {
                 Err(err) => {
                     // Under skip, the element's records are done (dropped), not lost.
                     if drops.error_policy() == crate::options::ErrorPolicy::Skip {
-                        drops.dropped(e.units());
+                        drops.skipped(e.units());
                     }
                     Err(err)
                 }
