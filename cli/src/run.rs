@@ -15,7 +15,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sluice_core::checkpoint::element_digest;
 use sluice_core::pipeline_file::PipelineFile;
-use sluice_core::{Checkpoint, Dataset, Element, PipelineIter, PipelineStats, StageStats};
+use sluice_core::{
+    Checkpoint, Dataset, Element, PipelineIter, PipelineStats, RecordAccount, StageStats,
+};
 use sluice_proto::tfrecord::{Compression, TfRecordWriter};
 use sluice_proto::{Example, TfMessage};
 use sluice_storage::{Location, ObjectWriter};
@@ -38,6 +40,15 @@ While it runs, a progress bar on stderr shows the elements per second (only when
 terminal). At the end, a per-stage table: elements in and out, worker threads, busy %, time \
 waiting on upstream and on downstream, buffer occupancy, and the bottleneck (the stage the \
 pipeline waited on most). With several epochs the table sums them.
+
+Records: every record the sources read is accounted for: `records: R read = D delivered + \
+S skipped + F filtered + X dropped` (+ U unfinished when the run stopped before the end of \
+an epoch). Delivered counts rows through the batch dimension; skipped are records that \
+failed under error_policy = \"skip\" (corrupt records a reader skipped, elements a stage \
+failed on); filtered are left out by filter stages, filter plugins and functions that \
+return nothing; dropped by a stage's own rule (drop_remainder, incomplete windows). Not \
+shown when records cannot be followed (take, skip, repeat or cache in the file: iterate \
+epochs instead).
 
 Counting: when the pipeline's output is batched (its last batch / padded_batch / unbatch \
 stage is a batch), `elements` counts rows through the batch dimension and `batches` counts \
@@ -155,6 +166,9 @@ pub(crate) struct Summary<'a> {
     seconds: f64,
     elements_per_s: f64,
     skipped: u64,
+    /// Every record read, accounted for (`null` when the pipeline's records are not
+    /// followed: see `sluice_core::RecordAccount`).
+    records: Option<RecordAccount>,
     bottleneck: Option<String>,
     stages: &'a [StageStats],
     output: Option<OutputSummary>,
@@ -199,6 +213,7 @@ impl<'a> Summary<'a> {
             seconds: ran.seconds,
             elements_per_s: ran.elements_per_s(),
             skipped: ran.stats.skipped,
+            records: ran.stats.records,
             bottleneck: ran.stats.bottleneck().map(|s| s.name.clone()),
             stages: &ran.stats.stages,
             output: None,
@@ -677,6 +692,17 @@ pub(crate) fn print_report(
         write!(out, ", {} skipped", s.skipped)?;
     }
     writeln!(out)?;
+    if let Some(r) = &s.records {
+        write!(
+            out,
+            "records: {} read = {} delivered + {} skipped + {} filtered + {} dropped",
+            r.read, r.delivered, r.skipped, r.filtered, r.dropped
+        )?;
+        if r.unfinished > 0 {
+            write!(out, " + {} unfinished", r.unfinished)?;
+        }
+        writeln!(out)?;
+    }
     if let Some(o) = &s.output {
         writeln!(
             out,
