@@ -37,8 +37,9 @@ pub struct Dataset {
 pub(crate) struct RunState {
     epoch: AtomicU64,
     seed: Mutex<Option<u64>>,
-    /// The latest run's statistics and tuner.
-    pub(crate) last: Mutex<Option<(Arc<StatsRegistry>, Arc<Autotuner>)>>,
+    /// The latest run's statistics, tuner and records (their account).
+    #[allow(clippy::type_complexity)]
+    pub(crate) last: Mutex<Option<(Arc<StatsRegistry>, Arc<Autotuner>, Arc<ElasticRun>)>>,
     /// What autotune ended the previous run with: where the next one starts.
     pub(crate) learned: Mutex<Learned>,
     /// The plan that runs, made on first use.
@@ -467,7 +468,10 @@ impl Dataset {
             .last
             .locked()
             .as_ref()
-            .map(|(stats, tuner)| PipelineStats::of(stats, Some(tuner)))
+            .map(|(stats, tuner, elastic)| {
+                PipelineStats::of(stats, Some(tuner))
+                    .with_records(elastic.tracking().and_then(|t| t.progress.counts()))
+            })
     }
 
     /// Runs one epoch and collects its elements (stops at the first error).

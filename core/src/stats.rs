@@ -28,7 +28,7 @@ pub struct PipelineStats {
     /// The values autotune has set now: (stage, knob, value).
     pub tuned: Vec<(String, KnobKind, usize)>,
     /// Every record of the run accounted for, when the run follows its records (see
-    /// [`RecordAccount`]); `None` otherwise (and in [`crate::Dataset::stats`]).
+    /// [`RecordAccount`]); `None` otherwise.
     pub records: Option<RecordAccount>,
 }
 

@@ -261,3 +261,11 @@ fn an_epoch_stopped_early_leaves_its_read_records_unfinished() {
     assert_eq!(r.read, r.delivered + r.unfinished);
     assert!(r.balances());
 }
+
+#[test]
+fn the_datasets_latest_run_stats_carry_its_account() {
+    let ds = Dataset::range(0, 9).batch_with(BatchSpec::new(4).drop_remainder(true));
+    assert_eq!(ds.collect().unwrap().len(), 2);
+    let r = ds.stats().unwrap().records.unwrap();
+    assert_eq!((r.read, r.delivered, r.dropped, r.unfinished), (9, 8, 1, 0));
+}

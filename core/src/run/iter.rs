@@ -127,7 +127,11 @@ impl PipelineIter {
             elastic: Some(Arc::clone(&elastic)),
             ledger: Arc::clone(&ledger),
         });
-        *state.last.locked() = Some((Arc::clone(&stats), Arc::clone(&autotune)));
+        *state.last.locked() = Some((
+            Arc::clone(&stats),
+            Arc::clone(&autotune),
+            Arc::clone(&elastic),
+        ));
         let mut iter = PipelineIter {
             stream: None,
             stats,
