@@ -1,11 +1,11 @@
 //! The checks: each runs a stage over `Dataset::range(0, n)` and says what broke.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use sluice_core::prelude::*;
-use sluice_core::{Error, TensorData, Value};
+use sluice_core::{ByteLedger, Error, ErrorKind, Tensor, TensorData, Value};
 
 type Stage<'a> = &'a dyn Fn(Dataset) -> Dataset;
 
@@ -136,35 +136,106 @@ pub fn check_deterministic(
     Ok(())
 }
 
+/// Bytes of the padding each element carries in the bytes half of [`check_bounded`].
+const PAD: usize = 4096;
+
 /// With a consumer that takes 200 µs per output element, the stage never holds more than
-/// `bound` input elements beyond `per_output` inputs per output received.
+/// `bound` input elements beyond `per_output` inputs per output received; and, its
+/// elements padded to 4 KiB under a RAM budget of `max(8 × per_output, min(bound, 64))`
+/// elements, the bytes its buffers hold (the run's byte ledger) never exceed the budget
+/// plus one item per buffer (a stage that refuses with `ResourceExhausted` instead keeps
+/// its bound too).
+///
+/// Both are observed while the stage runs, at every element it pulls from its input (on
+/// whichever thread pulls it), not only when the consumer receives an output: a parallel
+/// stage or a prefetch that runs ahead between two outputs is seen at its peak.
 pub fn check_bounded(
     stage: impl Fn(Dataset) -> Dataset,
     n: i64,
     per_output: usize,
     bound: usize,
 ) -> Result<(), String> {
-    let pulled = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&pulled);
-    let source = input(n, 5, 4).map(move |e| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        Ok(e)
-    });
-    let ds = run(&stage, source, 5, 4);
-    let mut outputs = 0;
-    for e in ds.iter().map_err(|e| e.to_string())? {
-        e.map_err(|e| e.to_string())?;
-        outputs += 1;
-        std::thread::sleep(Duration::from_micros(200));
-        let ahead = pulled
-            .load(Ordering::SeqCst)
-            .saturating_sub(outputs * per_output);
-        if ahead > bound {
-            return Err(format!(
-                "bounded buffering: {ahead} elements pulled ahead of the consumer after {outputs} \
-                 outputs (bound {bound})"
-            ));
+    bounded_run(&stage, n, per_output, bound, false)?;
+    bounded_run(&stage, n, per_output, bound, true)
+}
+
+/// What [`bounded_run`] observes at every pull.
+#[derive(Default)]
+struct Watch {
+    pulled: AtomicUsize,
+    consumed: AtomicUsize,
+    max_ahead: AtomicUsize,
+    max_bytes: AtomicU64,
+    ledger: OnceLock<Arc<ByteLedger>>,
+}
+
+impl Watch {
+    fn pulled_one(&self, per_output: usize) {
+        let pulled = self.pulled.fetch_add(1, Ordering::SeqCst) + 1;
+        let ahead = pulled.saturating_sub(self.consumed.load(Ordering::SeqCst) * per_output);
+        self.max_ahead.fetch_max(ahead, Ordering::SeqCst);
+        if let Some(ledger) = self.ledger.get() {
+            self.max_bytes.fetch_max(ledger.held(), Ordering::SeqCst);
         }
+    }
+}
+
+fn bounded_run(
+    stage: Stage<'_>,
+    n: i64,
+    per_output: usize,
+    bound: usize,
+    bytes: bool,
+) -> Result<(), String> {
+    let watch = Arc::new(Watch::default());
+    let seen = Arc::clone(&watch);
+    let source = input(n, 5, 4).map(move |e| {
+        seen.pulled_one(per_output);
+        if !bytes {
+            return Ok(e);
+        }
+        let pad = Tensor::new(&[PAD], TensorData::U8(vec![0u8; PAD].into()))?;
+        Ok(e.with("pad", pad))
+    });
+    let item = per_output.max(1);
+    let element_bytes = (PAD + 8) as u64;
+    let budget_elements = (8 * item).max(bound.min(64));
+    let budget = budget_elements as u64 * element_bytes;
+    let mut options = Options::default().with_seed(5).with_cpu_budget(4);
+    if bytes {
+        options = options.with_ram_budget(budget);
+    }
+    let ds = stage(source).with_options(options);
+    let it = ds.iter().map_err(|e| e.to_string())?;
+    let _ = watch.ledger.set(it.ledger());
+    let mut outputs = 0;
+    for e in it {
+        match e {
+            Ok(_) => {}
+            // Refusing to hold more than the budget is keeping a bound.
+            Err(e) if bytes && e.kind() == ErrorKind::ResourceExhausted => break,
+            Err(e) => return Err(e.to_string()),
+        }
+        outputs += 1;
+        watch.consumed.store(outputs, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let ahead = watch.max_ahead.load(Ordering::SeqCst);
+    if !bytes && ahead > bound {
+        return Err(format!(
+            "bounded buffering: {ahead} elements in flight (pulled ahead of the consumer), seen \
+             while the stage ran (bound {bound})"
+        ));
+    }
+    // One item per buffer past the budget (a buffer its consumer waits for may take one),
+    // for a few buffers.
+    let limit = budget + 4 * item as u64 * element_bytes;
+    let held = watch.max_bytes.load(Ordering::SeqCst);
+    if bytes && held > limit {
+        return Err(format!(
+            "bounded buffering: {held} bytes in the stage's buffers, seen while it ran, over the \
+             RAM budget of {budget} bytes and one item per buffer ({limit})"
+        ));
     }
     Ok(())
 }

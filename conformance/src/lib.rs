@@ -30,7 +30,7 @@
 //! | [`check_ordered`] | the output values are the reference model's, in its order |
 //! | [`check_exactly_once`] | the output values are the reference model's as a multiset (any order) |
 //! | [`check_deterministic`] | the same seed gives bit-identical output at 1 and at 4 threads; another seed may differ |
-//! | [`check_bounded`] | with a slow consumer, the stage pulls at most `bound` elements ahead of it |
+//! | [`check_bounded`] | with a slow consumer, the stage pulls at most `bound` elements ahead of it, and under a tight RAM budget its buffers hold at most the budget and one item per buffer (the byte ledger); both seen at every pull while it runs |
 //! | [`check_error_propagation`] | an error at element `k` surfaces in order, naming its stage and element, under the fail policy; under skip it is counted and the rest arrives |
 //! | [`check_drop_stops_threads`] | dropping the iterator half-way joins every thread it started |
 //!

@@ -32,8 +32,11 @@
 //! Budgets: a stage never has more worker threads than the CPU budget
 //! ([`Options::cpu_budget`](crate::Options)), as a fixed `num_parallel` is capped too; an
 //! `interleave` never more than its `cycle_length`; a `prefetch` buffer is capped at
-//! [`MAX_BUFFER`] elements and at the number of elements (of the mean size seen so far)
-//! that fit in a quarter of the RAM budget, shared among the pipeline's buffers.
+//! [`MAX_BUFFER`] elements and at its share of the RAM budget in bytes: half the budget
+//! ([`BUFFER_SHARE`]) divided among the tuned buffers, as many elements of the mean size
+//! seen so far as fit in it. The run's byte ledger ([`crate::ByteLedger`]) holds all
+//! buffers together to the budget whatever the knobs say (a producer waits for room);
+//! the share keeps the tuner from growing a buffer the ledger would keep from filling.
 //!
 //! Every change, and every probe that was undone, is a [`Decision`] in the pipeline's
 //! statistics ([`PipelineStats::autotune`](crate::PipelineStats)), saying what was
@@ -72,6 +75,9 @@ pub const MIN_ELEMENTS: u64 = 512;
 pub const GAIN: f64 = 0.03;
 /// The largest `prefetch` buffer autotune chooses, in elements.
 pub const MAX_BUFFER: usize = 64;
+/// The part of the RAM budget the tuned `prefetch` buffers share (in bytes; the rest is
+/// for the other buffers: work in flight, shuffle buffers, caches).
+pub const BUFFER_SHARE: f64 = 0.5;
 /// Below this busy fraction a stage's threads are tried away all at once.
 const IDLE_BUSY: f64 = 0.1;
 /// Time for a change to take effect before its window starts.
@@ -471,12 +477,12 @@ impl Tuner {
             .filter(|k| k.kind == KnobKind::BufferSize)
             .count()
             .max(1) as u64;
-        let share = self.tuner.ram_budget / 4 / buffers;
+        let share = (self.tuner.ram_budget as f64 * BUFFER_SHARE) as u64 / buffers;
         let fit = (share / mean) as usize;
         if fit < knob.max {
             let why = format!(
-                "a buffer's share of the RAM budget is {} MiB, {} elements of {} KiB",
-                share >> 20,
+                "a buffer's share of the RAM budget is {} bytes, {} elements of {} KiB",
+                share,
                 fit,
                 mean >> 10
             );
