@@ -803,7 +803,14 @@ class Pipeline:
         """The latest run's per-stage statistics: ``elements``, ``skipped``,
         ``wall_seconds``, ``stages`` (a list: ``name``, ``elements_in``, ``elements_out``,
         ``busy_seconds``, waits, ``skipped``, ...), ``bottleneck`` (the stage others waited
-        on most, or ``None``) and what autotune decided. ``None`` before any run."""
+        on most, or ``None``), what autotune decided, and ``records``: every record the
+        sources read accounted for, a dict with ``read``, ``delivered`` (rows of batches
+        counted one by one), ``skipped`` (failed under ``error_policy="skip"``),
+        ``filtered`` (left out by filters and functions returning nothing), ``dropped``
+        (``drop_remainder``, incomplete windows) and ``unfinished`` (still in buffers, or
+        left there by a run stopped early); ``read`` is always the sum of the other five.
+        ``records`` is ``None`` when the pipeline's records cannot be followed (``take``,
+        ``skip``, ``repeat`` or ``cache`` after the source). ``None`` before any run."""
         raw = self._dataset().stats_json()
         return _stats_dict(raw) if raw is not None else None
 
@@ -829,9 +836,7 @@ class Pipeline:
                              for name, a in features.items()}}
         stats = json.loads(self._dataset().adapt(json.dumps(spec)))
         if out is not None:
-            with open(out, "w") as f:
-                json.dump(stats, f, indent=2)
-                f.write("\n")
+            _write_durably(out, json.dumps(stats, indent=2) + "\n")
         return stats
 
     def explain(self) -> str:
@@ -895,6 +900,30 @@ def _make_source(recipe: tuple) -> "_Source":
     else:  # pragma: no cover
         raise InvalidArgumentError(f"unknown source {kind!r}")
     return _Source(inner, recipe)
+
+
+def _write_durably(path: Union[str, "os.PathLike[str]"], text: str) -> None:
+    """Writes ``text`` to ``path`` whole or not at all: a temporary file beside it,
+    synced, renamed into place, the directory synced (as Sluice's Rust writers do)."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    temp = os.path.join(directory, f".{os.path.basename(path)}.partial-{os.getpid()}")
+    try:
+        with open(temp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.remove(temp)
+        raise
+    if hasattr(os, "O_DIRECTORY"):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _stats_dict(raw: str) -> Dict[str, Any]:
