@@ -118,7 +118,11 @@ fn kill_after(cmd: &mut Command, after: Duration) -> bool {
 fn records(path: &Path) -> Vec<Vec<u8>> {
     TfRecordReader::open(path, ReaderOptions::default())
         .expect("opens")
-        .map(|r| r.unwrap_or_else(|e| panic!("{}: {e}", path.display())).data.to_vec())
+        .map(|r| {
+            r.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+                .data
+                .to_vec()
+        })
         .collect()
 }
 
@@ -153,7 +157,10 @@ fn output_shards_killed_at_random_points_are_whole_or_absent() {
         .map(|s| fs::read(reference.join(s)).unwrap())
         .collect();
     assert_eq!(
-        shards.iter().map(|s| records(&reference.join(s)).len()).sum::<usize>(),
+        shards
+            .iter()
+            .map(|s| records(&reference.join(s)).len())
+            .sum::<usize>(),
         RECORDS
     );
     let mut rng = Rng(26);
@@ -171,17 +178,27 @@ fn output_shards_killed_at_random_points_are_whole_or_absent() {
         }
         // Anything else is a hidden temporary no reader's pattern matches.
         for n in names(&dir) {
-            assert!(shards.contains(&n) || n.starts_with(".part.tfrecord-"), "kill {k}: {n}");
+            assert!(
+                shards.contains(&n) || n.starts_with(".part.tfrecord-"),
+                "kill {k}: {n}"
+            );
         }
         // A rerun writes the job whole and cleans up what the killed run left.
         complete(&mut out(&dir));
         assert_eq!(names(&dir), shards, "kill {k}");
         for (s, bytes) in shards.iter().zip(&want) {
-            assert_eq!(&fs::read(dir.join(s)).unwrap(), bytes, "kill {k}: rerun {s}");
+            assert_eq!(
+                &fs::read(dir.join(s)).unwrap(),
+                bytes,
+                "kill {k}: rerun {s}"
+            );
         }
     }
     eprintln!("--output: {killed} of {KILLS} kills hit a running writer");
-    assert!(killed >= KILLS / 2, "only {killed} of {KILLS} kills hit a running writer");
+    assert!(
+        killed >= KILLS / 2,
+        "only {killed} of {KILLS} kills hit a running writer"
+    );
 }
 
 #[test]
@@ -199,7 +216,10 @@ fn a_disk_cache_killed_at_random_points_is_whole_or_rebuilt() {
             8,
         );
         let mut c = sluice();
-        c.arg("run").arg(p).args(["--epochs", "2", "--digests"]).arg(digests);
+        c.arg("run")
+            .arg(p)
+            .args(["--epochs", "2", "--digests"])
+            .arg(digests);
         c
     };
     let reference = work.path().join("reference");
@@ -232,7 +252,10 @@ fn a_disk_cache_killed_at_random_points_is_whole_or_rebuilt() {
         // The rerun (reading the cache, or building it again) gives the same elements.
         complete(&mut run(&cache, &digests));
         assert_eq!(fs::read_to_string(&digests).unwrap(), want, "kill {k}");
-        assert_eq!(fs::read(cache_file(&cache).expect("a cache")).unwrap(), whole);
+        assert_eq!(
+            fs::read(cache_file(&cache).expect("a cache")).unwrap(),
+            whole
+        );
         assert!(
             names(&cache).iter().all(|n| !n.contains(".tmp-")),
             "kill {k}: {:?}",
@@ -240,7 +263,10 @@ fn a_disk_cache_killed_at_random_points_is_whole_or_rebuilt() {
         );
     }
     eprintln!("cache: {killed} of {KILLS} kills hit a running writer");
-    assert!(killed >= KILLS / 2, "only {killed} of {KILLS} kills hit a running writer");
+    assert!(
+        killed >= KILLS / 2,
+        "only {killed} of {KILLS} kills hit a running writer"
+    );
 }
 
 #[test]
@@ -251,8 +277,12 @@ fn checkpoints_killed_at_random_points_resume_to_exactly_the_uninterrupted_run()
     let p = pipeline(work.path(), work.path(), "", 64);
     let run = |ckpt: &Path, digests: &Path, resume: bool| {
         let mut c = sluice();
-        c.arg("run").arg(&p).args(["--epochs", "2", "--checkpoint"]).arg(ckpt);
-        c.args(["--checkpoint-every", "0", "--digests"]).arg(digests);
+        c.arg("run")
+            .arg(&p)
+            .args(["--epochs", "2", "--checkpoint"])
+            .arg(ckpt);
+        c.args(["--checkpoint-every", "0", "--digests"])
+            .arg(digests);
         if resume {
             c.arg("--resume").arg(ckpt);
         }
@@ -260,8 +290,11 @@ fn checkpoints_killed_at_random_points_resume_to_exactly_the_uninterrupted_run()
     };
     let want_digests = work.path().join("want");
     let want_ckpt = work.path().join("want.ckpt");
-    let span = complete(&mut run(&want_ckpt, &want_digests, false))
-        .min(complete(&mut run(&want_ckpt, &want_digests, false)));
+    let span = complete(&mut run(&want_ckpt, &want_digests, false)).min(complete(&mut run(
+        &want_ckpt,
+        &want_digests,
+        false,
+    )));
     let want = fs::read_to_string(&want_digests).unwrap();
     assert_eq!(want.lines().count(), 2 * RECORDS.div_ceil(64));
     let mut rng = Rng(7);
@@ -289,6 +322,9 @@ fn checkpoints_killed_at_random_points_resume_to_exactly_the_uninterrupted_run()
         assert_eq!(names(&at), vec!["digests", "run.ckpt"], "kill {k}");
     }
     eprintln!("checkpoints: {killed} of {KILLS} kills hit a running writer, {resumed} resumed");
-    assert!(killed >= KILLS / 2, "only {killed} of {KILLS} kills hit a running writer");
+    assert!(
+        killed >= KILLS / 2,
+        "only {killed} of {KILLS} kills hit a running writer"
+    );
     assert!(resumed >= 1, "no kill left a checkpoint to resume");
 }

@@ -365,7 +365,10 @@ mod tests {
         assert_eq!((r.read, r.delivered, r.skipped), (13, 10, 3));
         assert!(r.balances());
         // One epoch whose records were not followed: no account for the whole.
-        let blind = PipelineStats { records: None, ..e2.clone() };
+        let blind = PipelineStats {
+            records: None,
+            ..e2.clone()
+        };
         assert_eq!(PipelineStats::merge(&[e1.clone(), blind, e2]).records, None);
         let m = PipelineStats::merge(&[e1.clone(), e1.clone()]);
         assert_eq!(m.elements, 10);

@@ -50,7 +50,11 @@ fn a_cache_file_cut_short_is_ignored_and_built_again() {
     for cut in [1, 5, 30, whole.len() / 2, whole.len() - 1] {
         std::fs::write(&path, &whole[..whole.len() - cut]).unwrap();
         assert_eq!(values(&cached(dir.path())), want, "cut {cut}");
-        assert_eq!(std::fs::read(&path).unwrap(), whole, "rebuilt after cut {cut}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            whole,
+            "rebuilt after cut {cut}"
+        );
     }
     // A complete cache is read as it is (the source is not read again: a changed file
     // would show).

@@ -10,7 +10,9 @@ use std::path::Path;
 use proptest::prelude::*;
 use sluice_core::prelude::*;
 use sluice_core::proto::TfMessage;
-use sluice_core::proto::example::{BytesList, Example, Feature, Features, Int64List, feature::Kind};
+use sluice_core::proto::example::{
+    BytesList, Example, Feature, Features, Int64List, feature::Kind,
+};
 use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
 use sluice_core::{Error, ErrorPolicy, RecordAccount};
 
@@ -59,7 +61,17 @@ fn case() -> impl Strategy<Value = Case> {
         prop_oneof![3 => Just(None), 1 => (0usize..10).prop_map(Some)],
     )
         .prop_map(
-            |(files, fail_mod, filter_mod, num_parallel, shuffle, batch, drop_remainder, unbatch, stop)| Case {
+            |(
+                files,
+                fail_mod,
+                filter_mod,
+                num_parallel,
+                shuffle,
+                batch,
+                drop_remainder,
+                unbatch,
+                stop,
+            )| Case {
                 files,
                 fail_mod,
                 filter_mod,
@@ -161,16 +173,13 @@ fn pipeline(c: &Case, files: &[String]) -> Dataset {
             "id",
             FeatureSpec::scalar(FeatureType::Int64),
         )]))
-        .map_with(
-            MapSpec::parallel(c.num_parallel),
-            move |e, _| {
-                let id = id_of(&e);
-                if fail_mod > 0 && id % fail_mod == 0 {
-                    return Err(Error::data(format!("the map fails on id {id}")));
-                }
-                Ok(e)
-            },
-        );
+        .map_with(MapSpec::parallel(c.num_parallel), move |e, _| {
+            let id = id_of(&e);
+            if fail_mod > 0 && id % fail_mod == 0 {
+                return Err(Error::data(format!("the map fails on id {id}")));
+            }
+            Ok(e)
+        });
     if filter_mod > 0 {
         ds = ds.filter(move |e| Ok(id_of(e) % filter_mod != 0));
     }

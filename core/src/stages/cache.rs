@@ -245,8 +245,8 @@ impl ElementStream for MemoryFill {
 /// [`END_MAGIC`] and the count). `None` for a file without it (a writer killed on the way,
 /// a file cut short).
 fn complete_count(path: &Path) -> std::io::Result<Option<u64>> {
-    use std::io::{Read, Seek, SeekFrom};
     use sluice_proto::tfrecord::masked_crc32c;
+    use std::io::{Read, Seek, SeekFrom};
     const DATA: usize = END_MAGIC.len() + 8;
     const FRAME: usize = 8 + 4 + DATA + 4;
     let mut file = File::open(path)?;
@@ -399,9 +399,11 @@ impl ElementStream for DiskFill {
                             })
                         })
                         .and_then(|_| {
-                            sluice_storage::rename_durably(&self.tmp, &self.path).map_err(|error| Error::Io {
-                                path: self.path.clone(),
-                                error,
+                            sluice_storage::rename_durably(&self.tmp, &self.path).map_err(|error| {
+                                Error::Io {
+                                    path: self.path.clone(),
+                                    error,
+                                }
                             })
                         });
                     self.lock = None;
