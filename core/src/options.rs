@@ -29,9 +29,15 @@ pub struct Options {
     /// Default: the number of CPUs.
     pub cpu_budget: usize,
     /// Memory the pipeline's buffers and caches may hold, in bytes. Default: half the
-    /// machine's memory. Buffers are sized within it; an in-memory cache that would exceed
-    /// it fails with [`crate::Error::ResourceExhausted`] instead of exhausting the machine.
-    /// (Written `ram_budget` in a pipeline file too, with a unit: `"4GiB"`.)
+    /// machine's memory. Every buffer counts the bytes of the elements it holds in the
+    /// run's [`ByteLedger`](crate::ByteLedger): a stage filling a buffer on a thread of its
+    /// own (prefetch, a parallel stage's work in flight, an interleave's read-ahead) waits
+    /// for room instead of growing past it (a buffer its consumer waits for may always take
+    /// one element, so the pipeline always makes progress); a shuffle buffer, an in-memory
+    /// cache, open groups or a batch being assembled that would exceed it alone, or a
+    /// single element larger than all of it, fail with [`crate::Error::ResourceExhausted`]
+    /// instead of exhausting the machine. (Written `ram_budget` in a pipeline file too,
+    /// with a unit: `"4GiB"`.)
     #[serde(alias = "ram_budget_bytes")]
     pub ram_budget: u64,
     /// What a failing element does. Default: fail.

@@ -217,9 +217,7 @@ impl ParallelStream {
             let account = Arc::clone(&account);
             match std::thread::Builder::new()
                 .name(format!("sluice-{}-w{w}", ctx.stage_label()))
-                .spawn(move || {
-                    work(job_rx, done_tx, f, avg_ns, stop_rx, active, account, ctx)
-                })
+                .spawn(move || work(job_rx, done_tx, f, avg_ns, stop_rx, active, account, ctx))
             {
                 Ok(t) => threads.push(t),
                 Err(e) => {
@@ -335,9 +333,8 @@ fn dispatch<I: Item, S: Source<I>>(
     ctx: BuildContext,
 ) {
     let shutdown = ctx.shutdown().clone();
-    let stopped = || {
-        shutdown.is_set() || matches!(stop.try_recv(), Err(TryRecvError::Disconnected))
-    };
+    let stopped =
+        || shutdown.is_set() || matches!(stop.try_recv(), Err(TryRecvError::Disconnected));
     let mut seq = 0u64;
     let mut ended = false;
     // An item pulled for which the budget had no room: the job in hand was sent first.
@@ -368,6 +365,19 @@ fn dispatch<I: Item, S: Source<I>>(
         let mut items = Vec::with_capacity(chunk);
         let mut bytes = 0u64;
         while items.len() < chunk {
+            if pending.is_none() {
+                // Room for the next item (and what it will give) before pulling it.
+                let estimate = account.expected(account.output_per_item());
+                if !items.is_empty() && !account.has_room(estimate) {
+                    break;
+                }
+                let w = Instant::now();
+                let room = account.wait_for_room(estimate, stopped);
+                waited += w.elapsed();
+                if !room {
+                    return;
+                }
+            }
             let item = match pending.take() {
                 Some(item) => item,
                 None => match guarded(|| upstream.next_item(), &ctx) {

@@ -88,6 +88,23 @@ impl PrefetchStream {
                     let mut waited = Duration::ZERO;
                     let mut items: Chunk = Vec::with_capacity(chunk);
                     while items.len() < chunk {
+                        if pending.is_none() {
+                            // Room for the next element before making it.
+                            let estimate = account.expected(0);
+                            if !items.is_empty() && !account.has_room(estimate) {
+                                break;
+                            }
+                            let w = Instant::now();
+                            let room =
+                                account.wait_for_room(estimate, || shutdown.is_set() || stopped());
+                            waited += w.elapsed();
+                            if !room {
+                                if shutdown.is_set() {
+                                    return None;
+                                }
+                                return Some((items, upstream));
+                            }
+                        }
                         let item = match pending.take() {
                             Some(item) => item,
                             None => match guarded(|| upstream.next(), &tctx) {
@@ -100,10 +117,12 @@ impl PrefetchStream {
                         };
                         let n = bytes_of(&item);
                         let item = match item {
-                            Ok(e) if account.too_large(n).is_some() => match tctx.too_large(&e, n) {
-                                Some(err) => Err(err),
-                                None => continue,
-                            },
+                            Ok(e) if account.too_large(n).is_some() => {
+                                match tctx.too_large(&e, n) {
+                                    Some(err) => Err(err),
+                                    None => continue,
+                                }
+                            }
                             item => item,
                         };
                         let n = bytes_of(&item);
@@ -114,8 +133,7 @@ impl PrefetchStream {
                                 break;
                             }
                             let w = Instant::now();
-                            let reserved =
-                                account.reserve(n, || shutdown.is_set() || stopped());
+                            let reserved = account.reserve(n, || shutdown.is_set() || stopped());
                             waited += w.elapsed();
                             if !reserved {
                                 if shutdown.is_set() {

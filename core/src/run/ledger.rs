@@ -35,9 +35,7 @@
 //! producer waiting for room takes a lock.
 
 use std::cell::RefCell;
-use std::sync::atomic::{
-    AtomicBool, AtomicU64, AtomicUsize, Ordering::AcqRel, Ordering::Acquire,
-};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::AcqRel, Ordering::Acquire};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -283,6 +281,8 @@ pub(crate) struct Account {
     per_item: AtomicU64,
     /// Some output was learnt (`per_item` is meaningful).
     learnt: AtomicBool,
+    /// Bytes of the last item reserved: what the next one is expected to weigh.
+    last_item: AtomicU64,
 }
 
 impl Account {
@@ -295,6 +295,7 @@ impl Account {
             consumer_carries: Mutex::new((0, 0)),
             per_item: AtomicU64::new(0),
             learnt: AtomicBool::new(false),
+            last_item: AtomicU64::new(0),
         }
     }
 
@@ -313,7 +314,8 @@ impl Account {
                 *self.consumer_carries.locked() = c;
             }
         }
-        self.starving.store(waiting, std::sync::atomic::Ordering::Release);
+        self.starving
+            .store(waiting, std::sync::atomic::Ordering::Release);
     }
 
     fn address(&self) -> usize {
@@ -339,8 +341,10 @@ impl Account {
         let per = bytes / items;
         let old = self.per_item.load(Acquire);
         let new = if old == 0 { per } else { (old * 7 + per) / 8 };
-        self.per_item.store(new, std::sync::atomic::Ordering::Release);
-        self.learnt.store(true, std::sync::atomic::Ordering::Release);
+        self.per_item
+            .store(new, std::sync::atomic::Ordering::Release);
+        self.learnt
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Whether an item of work was done, so that [`Account::output_per_item`] says what
@@ -382,7 +386,38 @@ impl Account {
         }
         take_over(&self.ledger, cover);
         self.held.fetch_add(n, AcqRel);
+        self.last_item
+            .store(n, std::sync::atomic::Ordering::Release);
         true
+    }
+
+    /// What the next item is expected to weigh: the last one reserved, or `at_least`.
+    pub(crate) fn expected(&self, at_least: u64) -> u64 {
+        self.last_item.load(Acquire).max(at_least)
+    }
+
+    /// Whether an item of `estimate` bytes would find room now (see
+    /// [`Account::try_reserve`]): a producer looks before it pulls (and so makes) the next
+    /// element, so that elements waiting for room are not made in the first place.
+    pub(crate) fn has_room(&self, estimate: u64) -> bool {
+        let held = self.ledger.held();
+        held.saturating_add(estimate) <= self.ledger.budget
+            || (held <= self.ledger.budget && self.held() == 0 && estimate > self.ledger.budget)
+            || self.may_overdraw(estimate)
+    }
+
+    /// Waits until an item of `estimate` bytes would find room ([`Account::has_room`]),
+    /// or `stop` says to give up; returns whether there is room.
+    pub(crate) fn wait_for_room(&self, estimate: u64, stop: impl Fn() -> bool) -> bool {
+        loop {
+            if self.has_room(estimate) {
+                return true;
+            }
+            if stop() {
+                return false;
+            }
+            self.ledger.wait();
+        }
     }
 
     /// Reserves `n` bytes, waiting for room (see [`Account::try_reserve`]) until `stop`

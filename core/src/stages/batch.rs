@@ -294,14 +294,24 @@ impl ElementStream for BatchStream {
             drop_remainder,
             ..
         } = &mut self.groups;
-        // The elements of the batch being assembled are in the run's byte ledger until it
-        // is handed on (the account releases them when dropped).
+        // The elements of the batch being assembled are in the run's byte ledger (a batch
+        // that cannot fit in the budget fails as soon as it is seen not to); the batch
+        // made of them is handed on in their place.
         let account = self.ctx.account();
-        next_batch(
+        let ctx = &self.ctx;
+        let out = next_batch(
             || {
                 let item = upstream.next();
                 if let Some(Ok(e)) = &item {
                     account.force(e.nbytes() as u64);
+                    if account.held() > account.budget() {
+                        let error = Error::ram_budget(format!(
+                            "the batch being assembled holds more than the RAM budget of {} \
+                             bytes; use smaller batches or raise `ram_budget`",
+                            account.budget()
+                        ));
+                        return Some(Err(ctx.element_error(e, error)));
+                    }
                 }
                 item
             },
@@ -309,7 +319,14 @@ impl ElementStream for BatchStream {
             *drop_remainder,
             &self.combine,
             &self.ctx,
-        )
+        );
+        if let Some(Ok(b)) = &out {
+            // The batch takes its elements' place: handed on as they would have been.
+            let n = b.nbytes() as u64;
+            account.force(n);
+            account.hand_out(n);
+        }
+        out
     }
 }
 
