@@ -37,7 +37,7 @@ fn options(budget: u64) -> Options {
 fn drain(ds: &Dataset) -> (Vec<(i64, u8, usize)>, MemoryUsage) {
     let mut it = ds.iter().unwrap();
     let mut out = Vec::new();
-    while let Some(e) = it.next() {
+    for e in it.by_ref() {
         let e = e.unwrap();
         if out.len() < 8 {
             std::thread::sleep(Duration::from_millis(15));
@@ -223,7 +223,7 @@ fn checkpoints_resume_the_same_elements_under_a_tight_budget() {
     drop(it);
     let mut resumed = ds.resume(&checkpoint).unwrap();
     let mut rest = Vec::new();
-    while let Some(e) = resumed.next() {
+    for e in resumed.by_ref() {
         let e = e.unwrap();
         let p = e.tensor("payload").unwrap().as_u8().unwrap();
         let v = e.tensor("value").unwrap().as_i64().unwrap()[0];

@@ -217,7 +217,7 @@ impl ParallelStream {
             let account = Arc::clone(&account);
             match std::thread::Builder::new()
                 .name(format!("sluice-{}-w{w}", ctx.stage_label()))
-                .spawn(move || work(job_rx, done_tx, f, avg_ns, stop_rx, active, account, ctx))
+                .spawn(move || work(job_rx, done_tx, f, (avg_ns, account), stop_rx, active, ctx))
             {
                 Ok(t) => threads.push(t),
                 Err(e) => {
@@ -285,9 +285,7 @@ impl ElementStream for ParallelStream {
                 recv(self.shutdown.channel()) -> _ => None,
             };
             self.account.set_starving(false);
-            let Some(msg) = msg else {
-                return None;
-            };
+            let msg = msg?;
             match msg {
                 Ok(done) => self.accept(done),
                 Err(_) => {
@@ -443,10 +441,10 @@ fn work<I: Item, O: Outputs>(
     jobs: Receiver<Job<I>>,
     done: Sender<Done>,
     f: WorkFn<I, O>,
-    avg_ns: Arc<AtomicU64>,
+    // The stage's time per element (sizes the chunks) and its bytes in flight.
+    (avg_ns, account): (Arc<AtomicU64>, Arc<Account>),
     stop: Receiver<()>,
     active: Option<(usize, Arc<Knob>, Arc<AtomicBool>)>,
-    account: Arc<Account>,
     ctx: BuildContext,
 ) {
     let shutdown = ctx.shutdown().clone();
