@@ -258,3 +258,40 @@ fn a_dropped_pipeline_releases_what_its_buffers_held() {
     drop(it);
     assert_eq!(ledger.held(), 0);
 }
+
+#[test]
+fn several_inputs_make_progress_under_a_budget_one_of_them_fills() {
+    // Each input of a zip runs ahead on its own thread into a buffer of 16 elements of
+    // 1 MiB; the budget holds 3: the first input's buffer fills it while the zip waits on
+    // the second, which may take one element past the budget (its consumer waits for it).
+    let branch = |name: &'static str| {
+        Dataset::range(0, 40)
+            .map(move |e| {
+                let payload = Tensor::new(&[MIB], TensorData::U8(vec![1u8; MIB].into()))?;
+                Ok(Element::new(e.id()).with(name, payload))
+            })
+            .prefetch(BufferSize::Fixed(16))
+    };
+    let ds = Dataset::zip(vec![branch("left"), branch("right")])
+        .prefetch(BufferSize::Fixed(4))
+        .with_options(options(3 * MIB as u64));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut it = ds.iter().unwrap();
+        let mut n = 0;
+        for e in it.by_ref() {
+            e.unwrap();
+            n += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = tx.send((n, it.memory()));
+    });
+    let (n, usage) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the zip makes progress");
+    assert_eq!(n, 40);
+    assert!(
+        usage.high_water <= 3 * MIB as u64 + 4 * (2 * MIB as u64 + 64),
+        "{usage:?}"
+    );
+}
