@@ -51,6 +51,8 @@ pub mod autotune;
 pub mod checkpoint;
 pub mod elastic;
 pub mod example;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod optimize;
 pub mod pipeline_file;
 pub mod plan;

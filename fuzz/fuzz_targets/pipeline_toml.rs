@@ -1,0 +1,38 @@
+//! The TOML pipeline file: arbitrary text through `PipelineFile::from_toml` (which parses,
+//! deserializes every table through the stage registry and checks every value) and
+//! `validate`. Checks: no panic; every error is `Error::PipelineFile` with a line and
+//! column inside the text; a file that loads validates, and printed back as TOML loads
+//! again to the same pipeline (parse then print then parse is the identity).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use sluice_core::Error;
+use sluice_core::pipeline_file::PipelineFile;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    match PipelineFile::from_toml(text) {
+        Ok(file) => {
+            file.validate().expect("a loaded pipeline validates");
+            let printed = toml::to_string(&file).expect("a loaded pipeline prints as TOML");
+            let again = PipelineFile::from_toml(&printed)
+                .unwrap_or_else(|e| panic!("printed pipeline must load: {e}\n{printed}"));
+            assert_eq!(again, file, "printed:\n{printed}");
+        }
+        Err(Error::PipelineFile {
+            location, message, ..
+        }) => {
+            assert!(!message.is_empty());
+            let (line, column) = location.unwrap_or_else(|| panic!("no line/column: {message}"));
+            let lines = text.split('\n').count();
+            assert!(
+                line >= 1 && line <= lines,
+                "line {line} of {lines}: {message}"
+            );
+            assert!(column >= 1, "column {column}: {message}");
+        }
+        Err(other) => panic!("not a pipeline-file error: {other:?}"),
+    }
+});
