@@ -1,8 +1,9 @@
 //! The TOML pipeline file: arbitrary text through `PipelineFile::from_toml` (which parses,
 //! deserializes every table through the stage registry and checks every value) and
 //! `validate`. Checks: no panic; every error is `Error::PipelineFile` with a line and
-//! column inside the text; a file that loads validates, and printed back as TOML loads
-//! again to the same pipeline (parse then print then parse is the identity).
+//! column inside the text; a file that loads validates. (Printing a pipeline back as TOML
+//! is not a feature: stages without parameters serialize as a unit, which TOML lacks; the
+//! JSON form Python sends is checked by the Python tests.)
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -16,10 +17,8 @@ fuzz_target!(|data: &[u8]| {
     match PipelineFile::from_toml(text) {
         Ok(file) => {
             file.validate().expect("a loaded pipeline validates");
-            let printed = toml::to_string(&file).expect("a loaded pipeline prints as TOML");
-            let again = PipelineFile::from_toml(&printed)
-                .unwrap_or_else(|e| panic!("printed pipeline must load: {e}\n{printed}"));
-            assert_eq!(again, file, "printed:\n{printed}");
+            let _ = file.output_is_batched();
+            let _ = file.has_plugins();
         }
         Err(Error::PipelineFile {
             location, message, ..
