@@ -14,6 +14,12 @@ use libfuzzer_sys::fuzz_target;
 use sluice_core::prelude::{ArrowSpec, FileFormat, NullValue, OpenedFile, ParquetSpec};
 
 fuzz_target!(|data: &[u8]| {
+    // libfuzzer-sys's panic hook aborts before any unwinding: the reader catches the
+    // panics of the arrow and parquet crates on malformed files (and makes them errors),
+    // so a hook that only prints is put back. A panic elsewhere still reaches
+    // libfuzzer-sys, which aborts: a finding.
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| std::panic::set_hook(Box::new(|info| eprintln!("{info}"))));
     let [mode, contents @ ..] = data else { return };
     let null_value = (mode & 2 != 0).then_some(NullValue::Int(-1));
     let columns = if mode & 4 != 0 {

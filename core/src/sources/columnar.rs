@@ -656,7 +656,21 @@ impl Batches {
                 message,
                 recoverable: false,
             };
-            match self.batches.next()? {
+            // The arrow and parquet readers panic on some malformed files (arrow-ipc 60
+            // slices a buffer at an offset read from the file before checking it: fuzz
+            // finding `columnar-ipc-buffer-offset`): a panic while reading a batch is this
+            // file's error, not the process's.
+            let next =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.batches.next()))
+                    .unwrap_or_else(|panic| {
+                        let why = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a malformed file".to_string());
+                        Some(Err(format!("the file is malformed: {why}")))
+                    });
+            match next? {
                 Ok(batch) => {
                     match BatchRows::new(&batch, &self.columns, self.null_value.as_ref(), self.rows)
                     {

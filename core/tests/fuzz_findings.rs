@@ -1,0 +1,39 @@
+//! Regression tests for what the fuzz campaign found (`fuzz/`, RELIABILITY.md "Fuzzing"),
+//! one per finding, named for it, on the finding's input (`fuzz/regressions/<target>/`).
+
+use std::io::Cursor;
+
+use sluice_core::prelude::{ArrowSpec, FileFormat, OpenedFile};
+
+/// `columnar-ipc-buffer-offset`: an Arrow IPC stream whose record batch message gives a
+/// buffer an offset far past the message body made arrow-ipc panic (slicing before
+/// checking). Reading it is now a typed, non-recoverable record error naming the row.
+#[test]
+fn columnar_ipc_buffer_offset_is_an_error_not_a_panic() {
+    let input = include_bytes!("../../fuzz/regressions/columnar/ipc-buffer-offset");
+    // The fuzz input's first byte chose the format (Arrow IPC); the rest is the file.
+    let file = OpenedFile {
+        input: Box::new(Cursor::new(input[1..].to_vec())),
+        path: "file:///finding.arrow".to_string(),
+        size: Some(input.len() as u64 - 1),
+    };
+    let spec = ArrowSpec::default();
+    let mut reader = spec.records(file).expect("the stream's schema reads");
+    let mut errors = Vec::new();
+    while let Some(next) = reader.next_record() {
+        if let Err(e) = next {
+            let fatal = !e.recoverable;
+            errors.push(e);
+            if fatal {
+                break;
+            }
+        }
+    }
+    let last = errors.last().expect("the malformed batch is an error");
+    assert!(!last.recoverable);
+    assert!(
+        last.message.contains("malformed") && last.message.contains("cannot read the rows"),
+        "{}",
+        last.message
+    );
+}
