@@ -37,3 +37,23 @@ fn columnar_ipc_buffer_offset_is_an_error_not_a_panic() {
         last.message
     );
 }
+
+/// `toml-source-key-no-line`: a misspelt key of an `image_folder` `[source]`
+/// (`valitation_split`) was an error without a line and column (the format's keys are read
+/// through a conversion that loses toml's span). It now points at the key.
+#[test]
+fn toml_source_key_no_line_points_at_the_key() {
+    let text = include_str!("../../fuzz/regressions/pipeline_toml/source-key-no-line.toml");
+    match sluice_core::pipeline_file::PipelineFile::from_toml(text) {
+        Err(sluice_core::Error::PipelineFile {
+            location, message, ..
+        }) => {
+            assert_eq!(location, Some((6, 1)), "{message}");
+            assert!(
+                message.contains("did you mean `validation_split`?"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a pipeline-file error, got {other:?}"),
+    }
+}

@@ -154,14 +154,29 @@ impl Loader<'_> {
             .format_name()
             .map_err(|m| self.error(Some(span.clone()), format!("[source]: {m}")))?
             .to_string();
-        let rest = Spanned::new(span, DeValue::Table(rest));
+        // Where a format's error is when toml does not say (some formats' keys are read
+        // through a conversion that loses the span: fuzz finding `toml-source-key-no-line`):
+        // the unknown key the message names, else the `[source]` table.
+        let key_spans: Vec<(String, Range<usize>)> = rest
+            .iter()
+            .map(|(k, _)| (k.get_ref().to_string(), k.span()))
+            .collect();
+        let rest = Spanned::new(span.clone(), DeValue::Table(rest));
         let keys = FormatKeys::deserialize(&format, ValueDeserializer::from(rest)).map_err(
             |e: toml::de::Error| {
+                let at = e.span().or_else(|| {
+                    let named = e.message().split('`').nth(1).unwrap_or_default();
+                    key_spans
+                        .iter()
+                        .find(|(k, _)| k == named)
+                        .map(|(_, s)| s.clone())
+                        .or_else(|| Some(span.clone()))
+                });
                 let mut message = FormatKeys::unknown_key_message(&format, e.message().trim());
                 if let Some(s) = suggestion(&message) {
                     message.push_str(&format!("; did you mean `{s}`?"));
                 }
-                self.error(e.span(), format!("[source]: {message}"))
+                self.error(at, format!("[source]: {message}"))
             },
         )?;
         Ok(SourceSpec::assemble(common, keys))
