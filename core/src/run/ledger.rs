@@ -209,6 +209,25 @@ fn take_over(ledger: &Arc<ByteLedger>, n: u64) {
     });
 }
 
+/// [`take_over`] of up to `n` bytes, in one look at what the thread carries: returns how
+/// many it took over.
+fn take_over_up_to(ledger: &Arc<ByteLedger>, n: u64) -> u64 {
+    IN_HAND
+        .try_with(|h| {
+            let c = h.borrow_mut().carried.take()?;
+            let cover = if Arc::ptr_eq(&c.ledger, ledger) {
+                c.bytes.min(n)
+            } else {
+                0
+            };
+            c.ledger.sub(c.bytes - cover);
+            Some(cover)
+        })
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+}
+
 /// `n` bytes of `ledger` taken out of account `from` are what this thread carries now:
 /// what it carried before is released (one element at a time: one it dropped, e.g.
 /// filtered out, is not held any more), unless it is gathering a group.
@@ -437,9 +456,8 @@ impl Account {
     /// Reserves `n` bytes whatever the total (a buffer filled on its consumer's thread,
     /// which cannot wait), taking over what the thread carries.
     pub(crate) fn force(&self, n: u64) {
-        let cover = carried(&self.ledger, 0).0.min(n);
+        let cover = take_over_up_to(&self.ledger, n);
         self.ledger.add(n - cover);
-        take_over(&self.ledger, cover);
         self.held.fetch_add(n, AcqRel);
     }
 
