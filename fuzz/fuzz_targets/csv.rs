@@ -16,13 +16,13 @@ use sluice_core::prelude::{
 };
 
 fn spec(mode: u8) -> CsvSpec {
-    let mut spec = CsvSpec::default();
-    spec.header = mode & 1 != 0;
-    spec.use_quote_delim = mode & 2 == 0;
-    spec.field_delim = [",", "|", "\t", ","][(mode >> 2) as usize % 4].to_string();
-    if mode & 16 != 0 {
-        spec.na_value = "NA".to_string();
-    }
+    let mut spec = CsvSpec {
+        header: mode & 1 != 0,
+        use_quote_delim: mode & 2 == 0,
+        field_delim: [",", "|", "\t", ","][(mode >> 2) as usize % 4].to_string(),
+        na_value: if mode & 16 != 0 { "NA" } else { "" }.to_string(),
+        ..CsvSpec::default()
+    };
     match (mode >> 5) % 4 {
         0 => {} // inferred
         1 => {
