@@ -306,9 +306,14 @@ pub(crate) struct RunCheckpoint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) ended: Option<Checkpoint>,
     /// The length of the `--digests` file when the checkpoint was written: a resumed run
-    /// cuts it there (lines a killed run wrote after its last checkpoint are written again).
+    /// writing the same file cuts it there (lines a killed run wrote after its last
+    /// checkpoint are written again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) digests_len: Option<u64>,
+    /// That `--digests` file (absolute): another file, e.g. another host's after an
+    /// elastic resume, is not cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) digests_path: Option<PathBuf>,
 }
 
 impl RunCheckpoint {
@@ -343,8 +348,9 @@ pub(crate) struct Resume {
     pub(crate) elements: u64,
     pub(crate) batches: u64,
     pub(crate) checkpoints: Vec<Checkpoint>,
-    /// Where this host's `--digests` file stood at the checkpoint (own checkpoint only).
-    pub(crate) digests_len: Option<u64>,
+    /// Where this host's `--digests` file stood at the checkpoint, and which file it was
+    /// (own checkpoint only).
+    pub(crate) digests: Option<(PathBuf, u64)>,
 }
 
 impl Resume {
@@ -381,7 +387,10 @@ impl Resume {
             elements: if own { first.elements } else { 0 },
             batches: if own { first.batches } else { 0 },
             checkpoints,
-            digests_len: if own { first.digests_len } else { None },
+            digests: match (own, &first.digests_path, first.digests_len) {
+                (true, Some(path), Some(len)) => Some((path.clone(), len)),
+                _ => None,
+            },
         }))
     }
 
@@ -421,15 +430,20 @@ pub(crate) fn run_epochs_with(
                 .open(path)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             // Lines written after the checkpoint by the run that was stopped are written
-            // again by this one.
-            if let Some(len) = resume.as_ref().and_then(|r| r.digests_len) {
-                file.set_len(len)
+            // again by this one: the file that run wrote is cut back to the checkpoint
+            // (never lengthened; another host's file is left alone).
+            if let Some((written, len)) = resume.as_ref().and_then(|r| r.digests.as_ref())
+                && fs::canonicalize(path).ok().as_ref() == Some(written)
+                && file.metadata().is_ok_and(|m| m.len() > *len)
+            {
+                file.set_len(*len)
                     .with_context(|| format!("cannot cut {} to the checkpoint", path.display()))?;
             }
             Some(BufWriter::new(file))
         }
         None => None,
     };
+    let digests_path = ckpt.digests.as_ref().and_then(|p| fs::canonicalize(p).ok());
     let mut stats = Vec::new();
     let limit = take.unwrap_or(u64::MAX);
     let mut last_save = Instant::now();
@@ -460,6 +474,7 @@ pub(crate) fn run_epochs_with(
                     checkpoint: iter.checkpoint()?,
                     ended: None,
                     digests_len,
+                    digests_path: digests_path.clone(),
                 }
                 .save(path)?;
             }
@@ -531,6 +546,7 @@ pub(crate) fn run_epochs_with(
                     checkpoint: next,
                     ended: Some(ended),
                     digests_len,
+                    digests_path: digests_path.clone(),
                 }
                 .save(path)?;
                 last_save = Instant::now();
