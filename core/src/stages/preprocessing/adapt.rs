@@ -418,6 +418,25 @@ enum State {
     BatchMoments(Box<BatchMoments>),
 }
 
+/// Appends `t`'s values to `out` as `float32` (Keras casts each batch to float32 before
+/// summarizing it); strings are an error saying what `needs` numbers.
+fn extend_f32(out: &mut Vec<f32>, t: &Tensor, name: &str, needs: &str) -> Result<()> {
+    match t.data() {
+        TensorData::F32(v) => out.extend_from_slice(v),
+        TensorData::F64(v) => out.extend(v.iter().map(|&x| x as f32)),
+        TensorData::I64(v) => out.extend(v.iter().map(|&x| x as f32)),
+        TensorData::I32(v) => out.extend(v.iter().map(|&x| x as f32)),
+        TensorData::U8(v) => out.extend(v.iter().map(|&x| f32::from(x))),
+        TensorData::Bytes(_) => {
+            return Err(Error::data_of(
+                name,
+                format!("adapt: `{name}` holds strings: {needs} numbers"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Keras's running `float32` mean and variance, batch by batch.
 struct BatchMoments {
     mean: f32,
@@ -432,19 +451,7 @@ struct BatchMoments {
 impl BatchMoments {
     fn add(&mut self, t: &Tensor, name: &str) -> Result<()> {
         // Keras converts each batch to its compute dtype, float32.
-        match t.data() {
-            TensorData::F32(v) => self.pending.extend_from_slice(v),
-            TensorData::F64(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
-            TensorData::I64(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
-            TensorData::I32(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
-            TensorData::U8(v) => self.pending.extend(v.iter().map(|&x| f32::from(x))),
-            TensorData::Bytes(_) => {
-                return Err(Error::data_of(
-                    name,
-                    format!("adapt: `{name}` holds strings: a mean needs numbers"),
-                ));
-            }
-        }
+        extend_f32(&mut self.pending, t, name, "a mean needs")?;
         self.pending_elements += 1;
         if self.pending_elements == self.batch_size {
             self.flush();
@@ -531,19 +538,7 @@ impl Quantiles {
             return Ok(());
         }
         // Keras casts each batch to float32 (`np.array(data).astype("float32")`).
-        match t.data() {
-            TensorData::F32(v) => self.pending.extend_from_slice(v),
-            TensorData::F64(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
-            TensorData::I64(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
-            TensorData::I32(v) => self.pending.extend(v.iter().map(|&x| x as f32)),
-            TensorData::U8(v) => self.pending.extend(v.iter().map(|&x| f32::from(x))),
-            TensorData::Bytes(_) => {
-                return Err(Error::data_of(
-                    name,
-                    format!("adapt: `{name}` holds strings: quantiles need numbers"),
-                ));
-            }
-        }
+        extend_f32(&mut self.pending, t, name, "quantiles need")?;
         self.pending_elements += 1;
         if self.pending_elements == self.batch_size {
             self.flush();
