@@ -416,3 +416,67 @@ fn interleave_and_shard_work_over_columnar_files() {
         .unwrap();
     assert_eq!(rows.len(), 20);
 }
+
+/// Compressed Arrow IPC files and streams whose buffers compress as far as their codec can
+/// (a column of zeros: zstd's RLE blocks, LZ4's longest matches) read whole: the check of
+/// each buffer's claimed uncompressed length against what its bytes can give (the fix of
+/// fuzz finding `columnar-alloc-size-too-big`) accepts every real file.
+#[test]
+fn arrow_ipc_buffers_compressed_as_far_as_the_codec_goes_read_whole() {
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_ipc::CompressionType;
+    use arrow_ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
+    use std::sync::Arc;
+
+    let rows = 300_000_i64;
+    let zeros = Int64Array::from(vec![0; rows as usize]);
+    let ids = Int64Array::from_iter_values(0..rows);
+    let batch = RecordBatch::try_from_iter([
+        ("zeros", Arc::new(zeros) as arrow_array::ArrayRef),
+        ("id", Arc::new(ids) as arrow_array::ArrayRef),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for codec in [CompressionType::LZ4_FRAME, CompressionType::ZSTD] {
+        let options = IpcWriteOptions::default()
+            .try_with_compression(Some(codec))
+            .unwrap();
+        let file = dir.path().join(format!("{codec:?}.arrow"));
+        let stream = dir.path().join(format!("{codec:?}.stream.arrow"));
+        let mut w = FileWriter::try_new_with_options(
+            std::fs::File::create(&file).unwrap(),
+            &batch.schema(),
+            options.clone(),
+        )
+        .unwrap();
+        w.write(&batch).unwrap();
+        w.write(&batch).unwrap();
+        w.finish().unwrap();
+        let mut w = StreamWriter::try_new_with_options(
+            std::fs::File::create(&stream).unwrap(),
+            &batch.schema(),
+            options,
+        )
+        .unwrap();
+        w.write(&batch).unwrap();
+        w.write(&batch).unwrap();
+        w.finish().unwrap();
+        for path in [&file, &stream] {
+            let size = std::fs::metadata(path).unwrap().len();
+            assert!(
+                size < 16 * rows as u64,
+                "{codec:?} compresses ({size} bytes)"
+            );
+            let dataset =
+                Dataset::arrow([path.to_string_lossy().into_owned()], ArrowSpec::default())
+                    .unwrap();
+            let rows_read = dataset.collect().unwrap();
+            assert_eq!(rows_read.len() as i64, 2 * rows, "{}", path.display());
+            for (i, e) in rows_read.iter().enumerate().step_by(99_991) {
+                assert_eq!(e.tensor("zeros").unwrap().as_i64().unwrap(), &[0]);
+                let id = e.tensor("id").unwrap().as_i64().unwrap()[0];
+                assert_eq!(id, i as i64 % rows, "{}", path.display());
+            }
+        }
+    }
+}

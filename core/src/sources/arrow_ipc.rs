@@ -3,12 +3,12 @@
 
 use std::io::{BufRead, Read, Seek};
 
-use arrow_ipc::reader::{FileReader, StreamReader};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::sources::columnar::{Batches, NullValue, Whole, columnar_format};
 use crate::sources::format::OpenedFile;
+use crate::sources::ipc_checked::{IpcFile, IpcStream};
 use crate::sources::storage::StorageSpec;
 
 /// Reads Arrow IPC files: one element per row, one feature per column, as
@@ -65,7 +65,7 @@ impl ArrowSpec {
                     Whole::Bytes(b) => file_batches(std::io::Cursor::new(b)).map_err(bad)?,
                 }
             } else {
-                let reader = StreamReader::try_new(file.input, None).map_err(bad)?;
+                let reader = IpcStream::open(file.input).map_err(bad)?;
                 Box::new(reader.map(|r| r.map_err(|e| e.to_string())))
             };
         Ok(Batches::new(
@@ -82,6 +82,6 @@ fn file_batches<R: Read + Seek + Send + 'static>(
     Box<dyn Iterator<Item = std::result::Result<arrow_array::RecordBatch, String>> + Send>,
     arrow_schema::ArrowError,
 > {
-    let reader = FileReader::try_new_buffered(reader, None)?;
+    let reader = IpcFile::open(std::io::BufReader::new(reader))?;
     Ok(Box::new(reader.map(|r| r.map_err(|e| e.to_string()))))
 }

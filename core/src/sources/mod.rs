@@ -12,6 +12,8 @@ pub(crate) mod format;
 pub(crate) mod format_batch;
 pub(crate) mod global_shuffle;
 pub(crate) mod image_folder;
+#[cfg(feature = "columnar")]
+pub(crate) mod ipc_checked;
 pub(crate) mod memory;
 pub(crate) mod numpy;
 #[cfg(feature = "columnar")]
