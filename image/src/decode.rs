@@ -795,7 +795,8 @@ fn first_scan(data: &[u8]) -> Option<usize> {
 }
 
 /// Decodes into `out`, made `len` bytes long (a reused buffer is not zeroed first: the
-/// decoder writes every byte).
+/// decoder writes every byte, rows a damaged stream ends before as zeros, by Sluice's patch
+/// of zune-jpeg: fuzz finding `image-window-differs`).
 fn decode_into(
     decoder: &mut JpegDecoder<ZCursor<&[u8]>>,
     len: usize,

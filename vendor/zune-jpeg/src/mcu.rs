@@ -214,6 +214,8 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
             for i in 0..mcu_height {
                 if stream.overread_by > 0 {
                     pixels.get_mut(pixels_written..).map(|v| v.fill(128));
+                    // Sluice patch: the rest is written (grey).
+                    pixels_written = pixels.len();
                     if self.options.strict_mode() {
                         return Err(DecodeErrors::FormatStatic("Premature end of buffer"));
                     };
@@ -281,6 +283,9 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                     McuContinuation::Ok => {}
                     McuContinuation::AnotherSos if all_components_in_first_scan => {
                         warn!("More than one SOS despite already having all components");
+                        // Sluice patch: rows not decoded are zeros, whatever the buffer
+                        // held before (a reused buffer: fuzz finding image-window-differs).
+                        pixels.get_mut(pixels_written..).map(|v| v.fill(0));
                         return Ok(());
                     }
                     McuContinuation::AnotherSos => continue 'sos,
@@ -305,6 +310,12 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
             // Breaks if we get here, looping only if we have restarted, i.e. found another SOS and
             // continued at `'sos'.
             break;
+        }
+
+        // Sluice patch: rows the stream ended before (EOI early) are zeros, whatever the
+        // buffer held before (a reused buffer: fuzz finding image-window-differs).
+        if all_components_in_first_scan {
+            pixels.get_mut(pixels_written..).map(|v| v.fill(0));
         }
 
         if !all_components_in_first_scan {

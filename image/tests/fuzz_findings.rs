@@ -1,0 +1,88 @@
+//! Regression tests for what the fuzz campaign found in image decoding (`fuzz/`,
+//! RELIABILITY.md "Fuzzing"), one per finding, named for it, on the finding's input
+//! (`fuzz/regressions/image_decode/`).
+
+use sluice_image::decode::{DecodeLimits, Window, decode_image_with_limits, decode_window_with};
+
+/// A 64×64 JPEG of one bright colour.
+fn bright_jpeg() -> Vec<u8> {
+    let mut bright = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bright, 90)
+        .encode(
+            &[250u8; 64 * 64 * 3],
+            64,
+            64,
+            image::ExtendedColorType::Rgb8,
+        )
+        .unwrap();
+    bright
+}
+
+/// `image-window-differs`: a damaged baseline JPEG of 53×37 whose scan ends (at an early
+/// EOI) before its last MCU rows. The decoder left those rows unwritten, and the windowed
+/// decode writes into a buffer reused from the thread's previous decode: its window showed
+/// the previous image's pixels where the whole decode (into a fresh buffer) showed zeros.
+/// Rows a stream does not reach are now zeros whatever the buffer held.
+#[test]
+fn image_window_differs_rows_after_an_early_end_are_zeros_in_a_reused_buffer() {
+    let data = include_bytes!("../../fuzz/regressions/image_decode/window-differs");
+    // The fuzz input: a mode byte (channels, mirror), the window as fractions, the image.
+    let [mode, fy, fx, fh, fw, image @ ..] = &data[..] else {
+        unreachable!()
+    };
+    let channels = [None, Some(1), Some(3), Some(4), Some(2), Some(5)][(*mode % 6) as usize];
+    let limits = DecodeLimits::with_max_pixels(1 << 20);
+    // The previous decode on this thread leaves a bright image in the reused buffer.
+    let whole = |h, w| {
+        Ok(Window {
+            y: 0,
+            x: 0,
+            height: h,
+            width: w,
+            mirror: false,
+        })
+    };
+    decode_window_with(&bright_jpeg(), Some(3), &limits, &mut |h, w| whole(h, w)).unwrap();
+
+    let full = decode_image_with_limits(image, channels, &limits).unwrap();
+    let &[h, w, c] = full.shape() else {
+        panic!("{:?}", full.shape())
+    };
+    assert_eq!((h, w), (37, 53));
+    let full = full.as_u8().unwrap();
+    // The rows after the scan's early end are zeros.
+    assert!(full[(h - 1) * w * c..].iter().all(|&v| v == 0));
+    let mut chosen = None;
+    let crop = decode_window_with(image, channels, &limits, &mut |hh, ww| {
+        let y = usize::from(*fy) * (hh - 1) / 255;
+        let x = usize::from(*fx) * (ww - 1) / 255;
+        let win = Window {
+            y,
+            x,
+            height: 1 + usize::from(*fh) * (hh - y - 1) / 255,
+            width: 1 + usize::from(*fw) * (ww - x - 1) / 255,
+            mirror: mode & 0x80 != 0,
+        };
+        chosen = Some(win);
+        Ok(win)
+    })
+    .unwrap();
+    let win = chosen.unwrap();
+    let mut want = Vec::new();
+    for row in win.y..win.y + win.height {
+        let line = &full[(row * w + win.x) * c..(row * w + win.x + win.width) * c];
+        if win.mirror {
+            line.chunks(c)
+                .rev()
+                .for_each(|px| want.extend_from_slice(px));
+        } else {
+            want.extend_from_slice(line);
+        }
+    }
+    assert_eq!(crop.as_u8().unwrap(), want.as_slice(), "window {win:?}");
+
+    // And the same whole decode twice, after different images, is the same.
+    decode_window_with(&bright_jpeg(), Some(3), &limits, &mut |h, w| whole(h, w)).unwrap();
+    let again = decode_window_with(image, channels, &limits, &mut |h, w| whole(h, w)).unwrap();
+    assert_eq!(again.as_u8().unwrap(), full);
+}
