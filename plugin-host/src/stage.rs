@@ -157,11 +157,14 @@ impl PluginStage {
             self.backend.source(),
             String::from_utf8_lossy(&self.config)
         );
-        Dataset::from_stage(
-            MapChunksStage::new(spec, self.chunk_fn(), label)
-                .with_display_name(format!("plugin:{}", self.info().name)),
-            vec![dataset.clone()],
-        )
+        let mut stage = MapChunksStage::new(spec, self.chunk_fn(), label)
+            .with_display_name(format!("plugin:{}", self.info().name));
+        if self.info().kind == Kind::Map {
+            // One output per input, of that input and its seed alone (ABI §7, checked on
+            // every call): a resume skips the elements before it without calling the plugin.
+            stage = stage.one_to_one();
+        }
+        Dataset::from_stage(stage, vec![dataset.clone()])
     }
 
     /// The function `map_chunks` runs.

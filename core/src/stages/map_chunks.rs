@@ -86,6 +86,9 @@ pub struct MapChunksStage {
     f: ChunkFn,
     label: String,
     display_name: Option<String>,
+    /// The function gives exactly one output per input, each depending only on its input
+    /// and its RNG ([`MapChunksStage::one_to_one`]).
+    one_to_one: bool,
 }
 
 impl std::fmt::Debug for MapChunksStage {
@@ -94,6 +97,7 @@ impl std::fmt::Debug for MapChunksStage {
             .field("spec", &self.spec)
             .field("label", &self.label)
             .field("display_name", &self.display_name)
+            .field("one_to_one", &self.one_to_one)
             .finish()
     }
 }
@@ -106,7 +110,19 @@ impl MapChunksStage {
             f,
             label: label.into(),
             display_name: None,
+            one_to_one: false,
         }
+    }
+
+    /// Declares that the function gives exactly one output per input, in order, each a
+    /// function of its input and its RNG alone (not of its neighbours in the chunk): a `map`
+    /// plugin (ABI §7). A resumed run then skips the inputs before its position without
+    /// calling the function (and without running the stages before it: they skip too),
+    /// instead of computing and dropping them. A chunk whose outputs break the promise is an
+    /// error from the function's own checks, not from this stage.
+    pub fn one_to_one(mut self) -> Self {
+        self.one_to_one = true;
+        self
     }
 
     /// The same stage, shown as `name` in stats (e.g. `plugin:gaussian_noise`) instead of
@@ -241,6 +257,21 @@ impl Stage for MapChunksStage {
                 ctx,
             )),
         })
+    }
+
+    fn build_from(
+        &self,
+        inputs: &[Input],
+        ctx: &BuildContext,
+        skip: u64,
+    ) -> Result<(BoxStream, u64)> {
+        if self.one_to_one {
+            // One output per input: skip inputs without calling the function.
+            return crate::run::build_one_to_one(self, inputs, ctx, skip);
+        }
+        let mut stream = self.build(inputs, ctx)?;
+        let skipped = crate::run::discard(&mut stream, skip)?;
+        Ok((stream, skipped))
     }
 
     fn order_deterministic(&self) -> bool {
