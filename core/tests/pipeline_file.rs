@@ -92,6 +92,7 @@ impl PluginLoader for StandIn {
             name: "stand_in".into(),
             fingerprint: "stand_in".into(),
             chunk_fn: std::sync::Arc::new(|chunk, _| Ok(chunk.into_iter().enumerate().collect())),
+            one_to_one: true,
         })
     }
 }

@@ -159,12 +159,18 @@ impl PluginStage {
         );
         let mut stage = MapChunksStage::new(spec, self.chunk_fn(), label)
             .with_display_name(format!("plugin:{}", self.info().name));
-        if self.info().kind == Kind::Map {
-            // One output per input, of that input and its seed alone (ABI §7, checked on
-            // every call): a resume skips the elements before it without calling the plugin.
+        if self.one_to_one() {
             stage = stage.one_to_one();
         }
         Dataset::from_stage(stage, vec![dataset.clone()])
+    }
+
+    /// Whether the plugin gives one output per input, of that input and its seed alone: a
+    /// `map` plugin (ABI §7, checked on every call). A resumed run then skips the elements
+    /// before its position without calling it
+    /// ([`MapChunksStage::one_to_one`](sluice_core::MapChunksStage::one_to_one)).
+    pub fn one_to_one(&self) -> bool {
+        self.info().kind == Kind::Map
     }
 
     /// The function `map_chunks` runs.

@@ -113,5 +113,6 @@ pub fn loaded(
         name: info.name.clone(),
         fingerprint: format!("{} {} ({})", info.name, info.version, stage.source()),
         chunk_fn: stage.chunk_fn(),
+        one_to_one: stage.one_to_one(),
     })
 }

@@ -300,3 +300,51 @@ fn a_component_plugin_runs_in_a_pipeline_file_as_its_native_build_does() {
         "{err}"
     );
 }
+
+/// A pipeline with `repeat` is checkpointed at a position (no elastic progress); resuming
+/// it skips the elements before the position at the source and through the `map` plugin
+/// (one output per input, of that input alone) instead of running the plugin on each and
+/// dropping the results: the resumed run's plugin stage sees only the elements left, and
+/// they are exactly the uninterrupted run's.
+#[test]
+fn a_map_plugin_stage_resumes_without_running_the_plugin_on_the_elements_before() {
+    let data = data();
+    let repeated = |seed| {
+        let mut text = format!(
+            "[source]\nfiles = [\"train.tfrecord-*\"]\n\n[options]\nseed = {seed}\n\n\
+             [[stage]]\nkind = \"parse_example\"\n\
+             features.image = {{ dtype = \"float\", shape = [4, 5, 3] }}\n\
+             features.label = {{ dtype = \"int64\" }}\n\n\
+             [[stage]]\nkind = \"repeat\"\ncount = 3\n"
+        );
+        text.push_str(&format!(
+            "\n[[stage]]\nkind = \"plugin\"\npath = \"target/release/{}\"\nchunk_size = 4\n\
+             config = {{ sigma = 0.1 }}\n",
+            noise_file()
+        ));
+        PipelineFile::from_toml(&text)
+            .unwrap()
+            .with_data_dir(data.path())
+            .with_plugin_dir(plugin_dir())
+            .build_with(&Loader::default())
+            .unwrap()
+    };
+    let whole: Vec<Vec<u32>> = repeated(3).collect().unwrap().iter().map(image).collect();
+    assert_eq!(whole.len(), 3 * RECORDS);
+    let ds = repeated(3);
+    let mut it = ds.iter().unwrap();
+    let first: Vec<Vec<u32>> = it.by_ref().take(50).map(|e| image(&e.unwrap())).collect();
+    let checkpoint = it.checkpoint().unwrap();
+    drop(it);
+    let resumed_ds = repeated(3);
+    let mut resumed = resumed_ds.resume(&checkpoint).unwrap();
+    let rest: Vec<Vec<u32>> = resumed.by_ref().map(|e| image(&e.unwrap())).collect();
+    assert!([first, rest].concat() == whole, "the resumed run differs");
+    let stats = resumed.stats();
+    let plugin = stats
+        .stages
+        .iter()
+        .find(|s| s.name.starts_with("plugin:"))
+        .expect("the plugin stage's stats");
+    assert_eq!(plugin.elements_in, (3 * RECORDS - 50) as u64, "{plugin:?}");
+}

@@ -847,6 +847,7 @@ kind = "prefetch"
                     chunk_fn: std::sync::Arc::new(|chunk, _| {
                         Ok(chunk.into_iter().enumerate().collect())
                     }),
+                    one_to_one: true,
                 })
             }
         }

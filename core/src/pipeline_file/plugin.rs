@@ -133,11 +133,12 @@ impl PluginStageSpec {
             self.path.display(),
             self.config_json()
         );
-        Dataset::from_stage(
-            MapChunksStage::new(self.map_chunks_spec(), loaded.chunk_fn, label)
-                .with_display_name(format!("plugin:{}", loaded.name)),
-            vec![dataset.clone()],
-        )
+        let mut stage = MapChunksStage::new(self.map_chunks_spec(), loaded.chunk_fn, label)
+            .with_display_name(format!("plugin:{}", loaded.name));
+        if loaded.one_to_one {
+            stage = stage.one_to_one();
+        }
+        Dataset::from_stage(stage, vec![dataset.clone()])
     }
 
     fn check(&self) -> Result<(), Invalid> {
@@ -183,6 +184,10 @@ pub struct LoadedPlugin {
     pub fingerprint: String,
     /// The function `map_chunks` runs: one plugin call per chunk.
     pub chunk_fn: ChunkFn,
+    /// The function gives one output per input, of that input alone (a `map` plugin): a
+    /// resumed run skips the elements before its position without calling it
+    /// ([`MapChunksStage::one_to_one`]).
+    pub one_to_one: bool,
 }
 
 impl fmt::Debug for LoadedPlugin {
@@ -190,6 +195,7 @@ impl fmt::Debug for LoadedPlugin {
         f.debug_struct("LoadedPlugin")
             .field("name", &self.name)
             .field("fingerprint", &self.fingerprint)
+            .field("one_to_one", &self.one_to_one)
             .finish_non_exhaustive()
     }
 }
