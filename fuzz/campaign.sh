@@ -34,7 +34,7 @@ run_one() {
     -runs="$runs" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 "${dict[@]}" >"campaign-logs/$target.log" 2>&1
   local rc=$?
-  echo "$target: exit $rc after $((SECONDS - start)) s: $(grep -E '^#[0-9]+ ' "campaign-logs/$target.log" | tail -n 1)"
+  echo "$target: exit $rc after $((SECONDS - start)) s: $(grep -E '^#[0-9]+[[:space:]]' "campaign-logs/$target.log" | tail -n 1)"
   grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "campaign-logs/$target.log" | sed "s/^/  $target /"
 }
 
