@@ -168,5 +168,77 @@ def main():
             put("tfds_metadata", info + b"\x00" + features + b"\x00" + split.encode(), f"{v.name}-{split}")
 
 
+def plugin_seeds():
+    """Seeds of the plugin ABI targets (`plugin_output`, `plugin_wasm`): output batch buffers
+    as the SDK's encoder writes them (ABI.md section 5), lent-path scripts, metadata, and
+    scripts of the WASM guest (see the targets' doc comments for the layouts)."""
+
+    def tensor(name, dtype, dims, values, at):
+        # `at`: the tensor's offset in the buffer (numeric payloads are 8-byte aligned).
+        b = struct.pack("<I", len(name)) + name.encode() + struct.pack("<BBH", dtype, len(dims), 0)
+        b += b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<Q", len(values))
+        if dtype == 6:
+            return b + b"".join(struct.pack("<Q", len(v)) + v for v in values)
+        b += bytes(-(at + len(b)) % 8)
+        fmt = {1: "B", 2: "i", 3: "q", 4: "f", 5: "d"}[dtype]
+        return b + b"".join(struct.pack("<" + fmt, v) for v in values)
+
+    def batch(parents, elements):
+        # elements: None (pass-through) or a list of (name, dtype, dims, values).
+        b = b"SLB1" + struct.pack("<I", len(parents)) + b"".join(struct.pack("<I", p) for p in parents)
+        for e in elements:
+            if e is None:
+                b += struct.pack("<I", 0xFFFFFFFF)
+                continue
+            b += struct.pack("<I", len(e))
+            for t in e:
+                b += tensor(*t, len(b))
+        return b
+
+    x = lambda v: ("x", 3, [], [v])
+    image = lambda v: ("image", 1, [2, 2, 1], [v] * 4)
+    out = {
+        "map-pass": (0x08, b"\x00", batch([0, 1], [None, None])),
+        "map-x": (0x08, b"\x01\x98", batch([0, 1], [[x(5)], [x(6)]])),
+        "map-image-f32": (0x08, b"\x00", batch([0, 1], [[("image", 4, [2, 2, 1], [0.5] * 4)], []])),
+        "filter": (0x0D, b"\x00", batch([0, 2], [None, None])),
+        "flat-map": (0x0A, b"\x00", batch([0, 0, 1], [[x(1)], [image(2)], None])),
+        "batch-bytes": (0x33, b"\x10", batch([0, 1], [[("label", 6, [2], [b"a", b"bc"])], [x(3)]])),
+    }
+    for name, (a, b, buf) in out.items():
+        put("plugin_output", bytes([0, a]) + b + b"\x00" + buf, "wire-" + name)
+    put("plugin_output", bytes([0, 0x08, 0, 162]) + b"message", "wire-plugin-error")
+    # Lent: a map writing `x` (i64 scalar) and `image` (u8 2x2x1); a filter's keep flags.
+    ops = bytes([2, 0, 0, 0, 3, 0, 7, 0, 1, 1, 1, 3, 2, 2, 1, 9])
+    put("plugin_output", bytes([2, 0x08, 0]) + ops + b"\x00\x00", "lent-map")
+    put("plugin_output", bytes([2, 0x09, 0, 2, 1, 1, 3, 0, 0, 0]), "lent-filter")
+    put("plugin_output", bytes([2, 0x08, 0, 0, 200, 0]) + batch([0, 1], [None, None]), "lent-declined")
+    for name, meta in {
+        "map": {"abi_version": 1, "name": "m", "version": "1", "kind": "map"},
+        "full": {"abi_version": 2, "name": "n", "version": "0.1.0", "kind": "filter", "description": "d",
+                 "inputs": [{"name": "image", "dtype": "f32", "rank": 3}], "outputs": [{"name": "image"}]},
+    }.items():
+        put("plugin_output", b"\x03" + json.dumps(meta).encode(), "metadata-" + name)
+
+    # The WASM guest: [variant, n] + ops of 5 bytes (mode, i32), then free bytes.
+    op = lambda mode, v=0: struct.pack("<Bi", mode, v)
+    honest = op(0)
+    echo = batch([0, 1], [[x(42)], None])
+    script = honest * 3 + op(2, 32) + op(1, len(echo))
+    script += bytes(32 - len(script)) + echo
+    seeds = {
+        "honest": bytes([0, 2]),
+        "output-in-script": bytes([0, 2]) + script,
+        "plugin-error": bytes([0, 2]) + honest * 2 + op(1, 2),
+        "init-trap": bytes([0, 1]) + op(3),
+        "process-timeout": bytes([2, 2]) + honest * 2 + op(4),
+        "alloc-memory-limit": bytes([3, 2]) + honest + op(7),
+        "output-out-of-bounds": bytes([4, 2]) + honest * 3 + op(1, 0x7FFFFFF0),
+        "x-map": bytes([1, 3]),
+    }
+    for name, data in seeds.items():
+        put("plugin_wasm", data, name)
+
+
 if __name__ == "__main__":
     main()

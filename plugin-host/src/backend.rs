@@ -50,12 +50,31 @@ pub struct CallFailure {
     pub discard: bool,
 }
 
+/// What an error names as the plugin's message when the plugin gave none (an empty or
+/// blank error buffer): a failure always says something.
+pub const NO_MESSAGE: &str = "(the plugin gave no error message)";
+
+/// A message the plugin gave (its error buffer, read leniently as UTF-8), or [`NO_MESSAGE`]
+/// when it is empty or blank.
+pub fn plugin_message(bytes: &[u8]) -> String {
+    let message = String::from_utf8_lossy(bytes);
+    if message.trim().is_empty() {
+        NO_MESSAGE.to_string()
+    } else {
+        message.into_owned()
+    }
+}
+
 impl CallFailure {
-    /// A failure from an ABI status code and message.
+    /// A failure from an ABI status code and message ([`NO_MESSAGE`] for an empty one).
     pub fn from_status(code: i32, message: String) -> CallFailure {
         CallFailure {
             status: status::name(code).to_string(),
-            message,
+            message: if message.trim().is_empty() {
+                NO_MESSAGE.to_string()
+            } else {
+                message
+            },
             discard: code == status::PANIC || code == status::UNKNOWN_INSTANCE,
         }
     }

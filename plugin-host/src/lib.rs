@@ -59,7 +59,7 @@ mod stage;
 pub mod testing;
 pub mod wire;
 
-pub use backend::{Backend, CallFailure, Instance, Lent};
+pub use backend::{Backend, CallFailure, Instance, Lent, NO_MESSAGE, plugin_message};
 pub use error::{Error, Result};
 pub use in_process::InProcess;
 pub use lent::LentCall;

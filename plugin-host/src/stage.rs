@@ -305,6 +305,25 @@ impl PluginStage {
                 entries.len()
             )));
         }
+        // A filter keeps inputs as they are, each at most once (ABI.md §7), as on the lent
+        // path, where it can only set a flag per input.
+        if info.kind == Kind::Filter {
+            if let Some((i, _)) = entries
+                .iter()
+                .enumerate()
+                .find(|(_, e)| e.element.as_ref().is_some_and(|el| !el.tensors.is_empty()))
+            {
+                return Err(broken(format!(
+                    "a filter plugin must give its kept inputs unchanged (output {i} has tensors)"
+                )));
+            }
+            if let Some(twice) = entries.windows(2).find(|w| w[0].parent == w[1].parent) {
+                return Err(broken(format!(
+                    "a filter plugin keeps each input at most once (input {} twice)",
+                    twice[0].parent
+                )));
+            }
+        }
         let mut out = Vec::with_capacity(entries.len());
         for entry in entries {
             let parent = entry.parent as usize;

@@ -184,7 +184,7 @@ impl Backend for NativePlugin {
             let message = unsafe { copy_bytes((api.error_ptr)(0), (api.error_len)(0)) };
             return Err(Error::Init {
                 plugin: self.info.name.clone(),
-                message: String::from_utf8_lossy(&message).into_owned(),
+                message: sluice_plugin_host::plugin_message(&message),
             });
         }
         Ok(Box::new(NativeInstance {
@@ -285,7 +285,7 @@ impl NativeInstance {
         // once.
         let message =
             unsafe { copy_bytes((api.error_ptr)(self.handle), (api.error_len)(self.handle)) };
-        String::from_utf8_lossy(&message).into_owned()
+        sluice_plugin_host::plugin_message(&message)
     }
 }
 

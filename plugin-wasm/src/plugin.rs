@@ -243,7 +243,7 @@ impl Guest {
         match (ptr, len) {
             (Ok(p), Ok(n)) => {
                 match self.read(p, n.clamp(0, MAX_MESSAGE as i32), "the error message") {
-                    Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                    Ok(bytes) => sluice_plugin_host::plugin_message(bytes),
                     Err(e) => format!("(unreadable error message: {e})"),
                 }
             }

@@ -234,3 +234,42 @@ fn wrong_versions_empty_modules_and_imports_are_refused_at_load() {
         "a module whose initial memory is over the limit: {err}"
     );
 }
+
+/// Fuzz finding `plugin_wasm` empty-error-message (fuzz/regressions/plugin_wasm/): a guest
+/// that fails a call (or its init) with an empty error buffer gave an error ending in
+/// "...: " that said nothing; the host now names the missing message.
+#[test]
+fn an_empty_error_message_is_named_not_left_blank() {
+    let dir = tempfile::tempdir().unwrap();
+    let silent = module(1, "(return (i32.const 2))").replace(
+        "(func (export \"sluice_error_len\") (param i32) (result i32) (i32.const 15))",
+        "(func (export \"sluice_error_len\") (param i32) (result i32) (i32.const 0))",
+    );
+    assert!(silent.contains("(i32.const 0))\n  (func (export \"sluice_destroy\")"));
+    let plugin = WasmPlugin::load_with(write(dir.path(), "silent", &silent), &options()).unwrap();
+    let stage = PluginStage::new(plugin.clone(), &json!({})).unwrap();
+    let text = stage
+        .apply(&Dataset::range(0, 20), MapChunksSpec::new(4))
+        .collect()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("plugin hostile: plugin error on elements [")
+            && text.ends_with(sluice_plugin_host::NO_MESSAGE),
+        "{text}"
+    );
+    // An init refused without a message.
+    let refusing = silent.replace(
+        "(func (export \"sluice_init\") (param i32 i32) (result i32) (i32.const 1))",
+        "(func (export \"sluice_init\") (param i32 i32) (result i32) (i32.const 0))",
+    );
+    let plugin =
+        WasmPlugin::load_with(write(dir.path(), "refusing", &refusing), &options()).unwrap();
+    match PluginStage::new(plugin, &json!({})) {
+        Err(Error::Init { plugin, message }) => {
+            assert_eq!(plugin, "hostile");
+            assert_eq!(message, sluice_plugin_host::NO_MESSAGE);
+        }
+        other => panic!("expected an init error: {other:?}"),
+    }
+}
