@@ -148,34 +148,41 @@ const VARIANTS: [&str; 5] = [
     r#"{"abi_version":1,"name":"scripted","version":"0.1.0","kind":"batch"}"#,
 ];
 
-fn plugins() -> &'static Vec<Arc<WasmPlugin>> {
-    static PLUGINS: OnceLock<Vec<Arc<WasmPlugin>>> = OnceLock::new();
-    PLUGINS.get_or_init(|| {
-        let dir: PathBuf =
-            std::env::temp_dir().join(format!("sluice-fuzz-plugin-wasm-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a scratch directory");
-        let options = WasmOptions {
-            limits: WasmLimits::default()
-                .memory_bytes(16 << 20)
-                .time(Duration::from_millis(10)),
-            cache_dir: Some(None),
-        };
-        let plugins = VARIANTS
-            .iter()
-            .enumerate()
-            .map(|(i, json)| {
-                let wat = GUEST
-                    .replace("METALEN", &json.len().to_string())
-                    .replace("METADATA", &json.replace('"', "\\22"));
-                let path = dir.join(format!("scripted{i}.wat"));
-                std::fs::write(&path, wat).expect("write the guest");
-                WasmPlugin::load_with(&path, &options)
-                    .unwrap_or_else(|e| panic!("the guest loads: {e}"))
-            })
-            .collect();
-        let _ = std::fs::remove_dir_all(&dir);
-        plugins
-    })
+/// The scripted plugins (10 ms per call: spinning guests stay cheap), and the two map
+/// plugins again with a generous time limit for the check that a fresh instance works (a
+/// short limit can expire on a loaded machine during an honest call).
+fn plugins() -> &'static (Vec<Arc<WasmPlugin>>, Vec<Arc<WasmPlugin>>) {
+    static PLUGINS: OnceLock<(Vec<Arc<WasmPlugin>>, Vec<Arc<WasmPlugin>>)> = OnceLock::new();
+    PLUGINS.get_or_init(|| (load(10, &VARIANTS), load(5000, &VARIANTS[..2])))
+}
+
+fn load(time_ms: u64, variants: &[&str]) -> Vec<Arc<WasmPlugin>> {
+    let dir: PathBuf = std::env::temp_dir().join(format!(
+        "sluice-fuzz-plugin-wasm-{}-{time_ms}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let options = WasmOptions {
+        limits: WasmLimits::default()
+            .memory_bytes(16 << 20)
+            .time(Duration::from_millis(time_ms)),
+        cache_dir: Some(None),
+    };
+    let plugins = variants
+        .iter()
+        .enumerate()
+        .map(|(i, json)| {
+            let wat = GUEST
+                .replace("METALEN", &json.len().to_string())
+                .replace("METADATA", &json.replace('"', "\\22"));
+            let path = dir.join(format!("scripted{i}.wat"));
+            std::fs::write(&path, wat).expect("write the guest");
+            WasmPlugin::load_with(&path, &options)
+                .unwrap_or_else(|e| panic!("the guest loads: {e}"))
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    plugins
 }
 
 /// A WASM plugin whose instances get the script as their configuration, whatever the stage
@@ -271,7 +278,7 @@ fn check(kind: Kind, n: usize, result: sluice_plugin_host::Result<Vec<(usize, El
 }
 
 fuzz_target!(|data: &[u8]| {
-    let plugins = plugins();
+    let (plugins, honest) = plugins();
     let [variant, n, script @ ..] = data else {
         return;
     };
@@ -294,11 +301,7 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => check(kind, n, Err(e)),
     }
     // The next instance still works.
-    let honest = if kind == Kind::Map {
-        plugin
-    } else {
-        Arc::clone(&plugins[0])
-    };
+    let honest = Arc::clone(&honest[if variant < 2 { variant } else { 0 }]);
     let stage = PluginStage::new(honest, &serde_json::Value::Null)
         .unwrap_or_else(|e| panic!("a fresh instance after the script: {e}"));
     let out = call(&stage, &elements).unwrap_or_else(|e| panic!("a fresh instance's call: {e}"));
