@@ -86,3 +86,53 @@ fn image_window_differs_rows_after_an_early_end_are_zeros_in_a_reused_buffer() {
     let again = decode_window_with(image, channels, &limits, &mut |h, w| whole(h, w)).unwrap();
     assert_eq!(again.as_u8().unwrap(), full);
 }
+
+/// `image-window-after-second-sos`: a damaged grey JPEG of 1077×220 whose first scan ends
+/// after one MCU row and whose stream then starts a second scan. zune-jpeg writes the second
+/// scan's rows after those already written, but the window patch chose the blocks to
+/// transform (and the row to stop after) by the scan's own row count, which starts again
+/// at 0: the window's rows 8-15 were never transformed (zeros where the whole decode has
+/// pixels). The window now follows the rows written.
+#[test]
+fn image_window_after_second_sos_follows_the_rows_written() {
+    let data = include_bytes!("../../fuzz/regressions/image_decode/window-after-second-sos");
+    let [mode, fy, fx, fh, fw, image @ ..] = &data[..] else {
+        unreachable!()
+    };
+    let channels = [None, Some(1), Some(3), Some(4), Some(2), Some(5)][(*mode % 6) as usize];
+    let limits = DecodeLimits::with_max_pixels(1 << 20);
+    let full = decode_image_with_limits(image, channels, &limits).unwrap();
+    let &[h, w, c] = full.shape() else {
+        panic!("{:?}", full.shape())
+    };
+    assert_eq!((h, w, c), (220, 1077, 1));
+    let full = full.as_u8().unwrap();
+    let mut chosen = None;
+    let crop = decode_window_with(image, channels, &limits, &mut |hh, ww| {
+        let y = usize::from(*fy) * (hh - 1) / 255;
+        let x = usize::from(*fx) * (ww - 1) / 255;
+        let win = Window {
+            y,
+            x,
+            height: 1 + usize::from(*fh) * (hh - y - 1) / 255,
+            width: 1 + usize::from(*fw) * (ww - x - 1) / 255,
+            mirror: mode & 0x80 != 0,
+        };
+        chosen = Some(win);
+        Ok(win)
+    })
+    .unwrap();
+    let win = chosen.unwrap();
+    assert_eq!(
+        (win.y, win.height),
+        (8, 83),
+        "the window starts in the second MCU row"
+    );
+    let want: Vec<u8> = (win.y..win.y + win.height)
+        .flat_map(|row| full[row * w + win.x..row * w + win.x + win.width].to_vec())
+        .collect();
+    assert!(
+        crop.as_u8().unwrap() == want.as_slice(),
+        "window {win:?} differs from the whole decode's crop"
+    );
+}

@@ -185,6 +185,11 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
         }
 
         let mut pixels_written = 0;
+        // Sluice patch: the MCU rows written so far. A scan that ends early and is followed
+        // by another SOS restarts `i` at 0, but its rows are written after those already
+        // written (`post_process` writes at `pixels_written`): the window's blocks and its
+        // last row are the written rows' (fuzz finding image-window-after-second-sos).
+        let mut rows_written = 0;
 
         // Sluice patch: which blocks a window needs, and the MCU row after which to stop.
         let stop_row = match self.window {
@@ -229,7 +234,7 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                 let terminate = if all_components_in_first_scan {
                     self.decode_mcu_width::<false>(
                         mcu_width,
-                        i,
+                        rows_written,
                         &mut tmp,
                         &mut stream,
                         &mut progressive_mcus
@@ -274,9 +279,10 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                         &mut upsampler_scratch_space
                     )?;
                     // Sluice patch: the window's rows are all written.
-                    if stop_row == Some(i) {
+                    if stop_row == Some(rows_written) {
                         return Ok(());
                     }
+                    rows_written += 1;
                 }
 
                 match terminate {
