@@ -707,11 +707,22 @@ fn decode_jpeg(
     check_jpeg_end(data)?;
     let (w, h) = decoder.dimensions().ok_or_else(no_frame_header)?;
     limits.check(ImageFormat::Jpeg, h as u64, w as u64)?;
-    if let Some(choose) = crop {
-        let win = choose(h, w)?;
-        decoder.set_window(win.x, win.y, win.width, win.height);
+    let Some(choose) = crop else {
+        return decode_frame(decoder, options, channels, h, w, out, &mut false);
+    };
+    let win = choose(h, w)?;
+    decoder.set_window(win.x, win.y, win.width, win.height);
+    let mut restarted = false;
+    let decoded = decode_frame(decoder, options, channels, h, w, out, &mut restarted)?;
+    if !restarted {
+        return Ok(decoded);
     }
-    decode_frame(decoder, options, channels, h, w, out)
+    // A second scan after the first one ended early (damaged or unusual streams): the
+    // window cannot follow its rows, so the whole image is decoded and the window's pixels
+    // are the whole decode's (fuzz findings image-window-after-second-sos and
+    // image-window-second-sos-upsampled).
+    let decoder = JpegDecoder::new_with_options(ZCursor::new(data), options);
+    decode_frame(decoder, options, channels, h, w, out, &mut false)
 }
 
 /// Decodes the frame of `decoder` (`height × width` as its header says) into `out` with
@@ -723,6 +734,7 @@ fn decode_frame(
     height: usize,
     width: usize,
     out: &mut Vec<u8>,
+    restarted: &mut bool,
 ) -> Result<(usize, usize, usize)> {
     decoder.decode_headers().map_err(zune_err)?;
     let input = decoder.input_colorspace().ok_or_else(no_frame_header)?;
@@ -740,7 +752,10 @@ fn decode_frame(
         Some(_) => (ColorSpace::RGB, 3, None),
     };
     decoder.set_options(options.jpeg_set_out_colorspace(out_space));
-    decode_into(&mut decoder, height * width * out_channels, out)?;
+    if !decode_into(&mut decoder, height * width * out_channels, out)? {
+        *restarted = true;
+        return Ok((height, width, out_channels));
+    }
     Ok(match then {
         Some(to) => {
             *out = convert_channels(std::mem::take(out), out_channels, to);
@@ -794,14 +809,15 @@ fn first_scan(data: &[u8]) -> Option<usize> {
     }
 }
 
-/// Decodes into `out`, made `len` bytes long (a reused buffer is not zeroed first: the
-/// decoder writes every byte, rows a damaged stream ends before as zeros, by Sluice's patch
-/// of zune-jpeg: fuzz finding `image-window-differs`).
+/// Decodes into `out`, made `len` bytes long; `false` when a window decode stopped at a
+/// second scan (`zune_jpeg::SLUICE_WINDOW_RESTART`: decode the whole image instead). A
+/// reused buffer is not zeroed first: the decoder writes every byte, rows a damaged stream
+/// ends before as zeros (Sluice's patch of zune-jpeg: fuzz finding `image-window-differs`).
 fn decode_into(
     decoder: &mut JpegDecoder<ZCursor<&[u8]>>,
     len: usize,
     out: &mut Vec<u8>,
-) -> Result<()> {
+) -> Result<bool> {
     decoder.decode_headers().map_err(zune_err)?;
     if decoder.output_buffer_size() != Some(len) {
         return Err(Error::decode(
@@ -818,7 +834,15 @@ fn decode_into(
     } else {
         out.truncate(len);
     }
-    decoder.decode_into(out).map_err(zune_err)
+    match decoder.decode_into(out) {
+        Ok(()) => Ok(true),
+        Err(zune_jpeg::errors::DecodeErrors::FormatStatic(m))
+            if m == zune_jpeg::SLUICE_WINDOW_RESTART =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(zune_err(e)),
+    }
 }
 
 fn png_err(e: image::ImageError) -> Error {

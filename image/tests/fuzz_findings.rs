@@ -87,16 +87,11 @@ fn image_window_differs_rows_after_an_early_end_are_zeros_in_a_reused_buffer() {
     assert_eq!(again.as_u8().unwrap(), full);
 }
 
-/// `image-window-after-second-sos`: a damaged grey JPEG of 1077×220 whose first scan ends
-/// after one MCU row and whose stream then starts a second scan. zune-jpeg writes the second
-/// scan's rows after those already written, but the window patch chose the blocks to
-/// transform (and the row to stop after) by the scan's own row count, which starts again
-/// at 0: the window's rows 8-15 were never transformed (zeros where the whole decode has
-/// pixels). The window now follows the rows written.
-#[test]
-fn image_window_after_second_sos_follows_the_rows_written() {
-    let data = include_bytes!("../../fuzz/regressions/image_decode/window-after-second-sos");
-    let [mode, fy, fx, fh, fw, image @ ..] = &data[..] else {
+/// The fuzz input `data` (a mode byte: channels and mirror; the window as fractions of the
+/// image; the image) decoded whole and through its window: the image's shape, the window,
+/// and whether the window's pixels are exactly the whole decode's crop.
+fn window_matches_whole(data: &[u8]) -> ([usize; 3], Window, bool) {
+    let [mode, fy, fx, fh, fw, image @ ..] = data else {
         unreachable!()
     };
     let channels = [None, Some(1), Some(3), Some(4), Some(2), Some(5)][(*mode % 6) as usize];
@@ -105,7 +100,6 @@ fn image_window_after_second_sos_follows_the_rows_written() {
     let &[h, w, c] = full.shape() else {
         panic!("{:?}", full.shape())
     };
-    assert_eq!((h, w, c), (220, 1077, 1));
     let full = full.as_u8().unwrap();
     let mut chosen = None;
     let crop = decode_window_with(image, channels, &limits, &mut |hh, ww| {
@@ -123,16 +117,55 @@ fn image_window_after_second_sos_follows_the_rows_written() {
     })
     .unwrap();
     let win = chosen.unwrap();
+    let mut want = Vec::new();
+    for row in win.y..win.y + win.height {
+        let line = &full[(row * w + win.x) * c..(row * w + win.x + win.width) * c];
+        if win.mirror {
+            line.chunks(c)
+                .rev()
+                .for_each(|px| want.extend_from_slice(px));
+        } else {
+            want.extend_from_slice(line);
+        }
+    }
+    ([h, w, c], win, crop.as_u8().unwrap() == want.as_slice())
+}
+
+/// `image-window-after-second-sos`: a damaged grey JPEG of 1077×220 whose first scan ends
+/// after one MCU row and whose stream then starts a second scan. zune-jpeg writes the second
+/// scan's rows after those already written, but the window patch chose the blocks to
+/// transform (and the row to stop after) by the scan's own row counter, which starts again
+/// at 0: the window's rows 8-15 were never transformed (zeros where the whole decode has
+/// pixels). A window decode now stops at a second scan and the whole image is decoded.
+#[test]
+fn image_window_after_second_sos_is_the_whole_decode_s_crop() {
+    let data = include_bytes!("../../fuzz/regressions/image_decode/window-after-second-sos");
+    let (shape, win, matches) = window_matches_whole(data);
+    assert_eq!(shape, [220, 1077, 1]);
     assert_eq!(
         (win.y, win.height),
         (8, 83),
         "the window starts in the second MCU row"
     );
-    let want: Vec<u8> = (win.y..win.y + win.height)
-        .flat_map(|row| full[row * w + win.x..row * w + win.x + win.width].to_vec())
-        .collect();
     assert!(
-        crop.as_u8().unwrap() == want.as_slice(),
+        matches,
+        "window {win:?} differs from the whole decode's crop"
+    );
+}
+
+/// `image-window-second-sos-upsampled` (found by CI's replay of the corpus against a first
+/// fix of the finding above, which made the window follow the rows written): a 4:2:0 JPEG
+/// of 53×37 with a DHT and a second scan after an early end of the first. Following the rows
+/// written, one chroma value of the window's last row differed (the upsampler starts again
+/// with the second scan). With the fix kept (the whole image decoded at a second scan) it
+/// matches.
+#[test]
+fn image_window_second_sos_upsampled_is_the_whole_decode_s_crop() {
+    let data = include_bytes!("../../fuzz/regressions/image_decode/window-second-sos-upsampled");
+    let (shape, win, matches) = window_matches_whole(data);
+    assert_eq!(shape, [37, 53, 3]);
+    assert!(
+        matches,
         "window {win:?} differs from the whole decode's crop"
     );
 }

@@ -162,6 +162,11 @@ pub struct JpegDecoder<T> {
     pub(crate) window: Option<[usize; 4]>,
 }
 
+/// Sluice patch: the message of the error a window decode (`set_window`) stops with when a
+/// baseline stream starts a second scan after all components were decoded: the window's
+/// rows cannot be followed across it, so the caller decodes the whole image instead.
+pub const SLUICE_WINDOW_RESTART: &str = "sluice: a second scan restarts the rows of a window decode";
+
 impl<T> JpegDecoder<T>
 where
     T: ZByteReaderTrait

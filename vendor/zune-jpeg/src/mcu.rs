@@ -185,11 +185,6 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
         }
 
         let mut pixels_written = 0;
-        // Sluice patch: the MCU rows written so far. A scan that ends early and is followed
-        // by another SOS restarts `i` at 0, but its rows are written after those already
-        // written (`post_process` writes at `pixels_written`): the window's blocks and its
-        // last row are the written rows' (fuzz finding image-window-after-second-sos).
-        let mut rows_written = 0;
 
         // Sluice patch: which blocks a window needs, and the MCU row after which to stop.
         let stop_row = match self.window {
@@ -234,7 +229,7 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                 let terminate = if all_components_in_first_scan {
                     self.decode_mcu_width::<false>(
                         mcu_width,
-                        rows_written,
+                        i,
                         &mut tmp,
                         &mut stream,
                         &mut progressive_mcus
@@ -279,10 +274,9 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                         &mut upsampler_scratch_space
                     )?;
                     // Sluice patch: the window's rows are all written.
-                    if stop_row == Some(rows_written) {
+                    if stop_row == Some(i) {
                         return Ok(());
                     }
-                    rows_written += 1;
                 }
 
                 match terminate {
@@ -299,6 +293,17 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
                         // Handle inter-scan markers (DHT/DQT/etc) uniformly here.
                         // This keeps all marker handling in the outer loop.
                         if self.advance_to_next_sos(marker, &mut stream)? {
+                            // Sluice patch: a window's blocks and last row assume the rows
+                            // of one scan, but this scan's rows (its `i` from 0 again) are
+                            // written after those already written, and the upsampler starts
+                            // again: a window decode stops here, and Sluice decodes the
+                            // whole image instead (fuzz findings image-window-after-second-sos,
+                            // image-window-second-sos-upsampled).
+                            if self.window.is_some() && all_components_in_first_scan {
+                                return Err(DecodeErrors::FormatStatic(
+                                    crate::decoder::SLUICE_WINDOW_RESTART
+                                ));
+                            }
                             continue 'sos;
                         } else {
                             // Hit EOI
