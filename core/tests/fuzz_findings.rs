@@ -164,3 +164,18 @@ fn parquet_thrift_bool_list_is_skipped_a_byte_per_element() {
     let message = parquet_error(file, std::time::Duration::from_secs(60));
     assert!(message.contains("Parquet"), "{message}");
 }
+
+/// `parquet-row-count-overflow`: a Parquet file whose row groups' row counts (the file's
+/// word) sum past `usize`: parquet 60 sums them unchecked when it builds its reader (a
+/// panic where overflow checks are on, a wrong count where they are not), outside the
+/// reading of batches that was already guarded. The counts are checked first, and a panic
+/// while a file is opened is the file's error too.
+#[test]
+fn parquet_row_count_overflow_is_an_error() {
+    let input = include_bytes!("../../fuzz/regressions/columnar/parquet-row-count-overflow");
+    let message = parquet_error(input[1..].to_vec(), std::time::Duration::from_secs(60));
+    assert!(
+        message.contains("not a readable Parquet file: row group"),
+        "{message}"
+    );
+}

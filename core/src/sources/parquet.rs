@@ -77,6 +77,19 @@ impl ParquetSpec {
     > {
         let builder = ParquetRecordBatchReaderBuilder::try_new(reader)
             .map_err(|e| format!("not a readable Parquet file: {e}"))?;
+        // The row groups' row counts are the file's word: a negative one, or a sum past
+        // `usize`, is a malformed file (parquet 60 sums them unchecked when it builds the
+        // reader: fuzz finding `parquet-row-count-overflow`).
+        let mut rows = 0_usize;
+        for (i, group) in builder.metadata().row_groups().iter().enumerate() {
+            let n = group.num_rows();
+            rows = usize::try_from(n)
+                .ok()
+                .and_then(|n| rows.checked_add(n))
+                .ok_or_else(|| {
+                    format!("not a readable Parquet file: row group {i} has {n} rows")
+                })?;
+        }
         let builder = builder.with_batch_size(BATCH_ROWS);
         let builder = if self.columns.is_empty() {
             builder
