@@ -104,10 +104,15 @@ fn check_message(message: &arrow_ipc::Message<'_>, body: &[u8]) -> Result<(), Ar
     Ok(())
 }
 
+/// The most a claimed length reserves before its bytes arrive (as arrow-ipc's stream
+/// reader): reserving is not touching, so a false claim costs no resident memory, and a
+/// real body up to this size is read without growing the buffer.
+const MAX_PREALLOC: u64 = 64 << 20;
+
 /// Reads `len` bytes (a length from the file) from `reader`, growing the buffer as the
-/// bytes arrive rather than allocating `len` first.
+/// bytes arrive past [`MAX_PREALLOC`] rather than allocating `len` first.
 fn read_claimed(reader: &mut impl Read, len: u64, what: &str) -> Result<Vec<u8>, ArrowError> {
-    let mut v = Vec::with_capacity(len.min(1 << 20) as usize);
+    let mut v = Vec::with_capacity(len.min(MAX_PREALLOC) as usize);
     reader.take(len).read_to_end(&mut v)?;
     if (v.len() as u64) < len {
         return Err(invalid(format!(
