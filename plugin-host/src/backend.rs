@@ -70,11 +70,7 @@ impl CallFailure {
     pub fn from_status(code: i32, message: String) -> CallFailure {
         CallFailure {
             status: status::name(code).to_string(),
-            message: if message.trim().is_empty() {
-                NO_MESSAGE.to_string()
-            } else {
-                message
-            },
+            message: plugin_message(message.as_bytes()),
             discard: code == status::PANIC || code == status::UNKNOWN_INSTANCE,
         }
     }
