@@ -18,6 +18,7 @@ mod r#gen;
 mod image_records;
 mod input;
 mod plugin_cmd;
+mod report;
 mod run;
 mod tfds_cmd;
 mod verify;
@@ -38,6 +39,7 @@ Examples:
   sluice plugin check target/release/libsluice_example_noise.so
   sluice tfds list ~/tensorflow_datasets
   sluice adapt census.toml --out stats.json --mean-variance age --vocabulary city
+  sluice run pipeline.toml --json > run.json && sluice report run.json -o report.html
 
 Run `sluice help <COMMAND>` for the options of a command.
 
@@ -62,6 +64,7 @@ enum Command {
     Plugin(plugin_cmd::PluginArgs),
     Tfds(tfds_cmd::TfdsArgs),
     Adapt(adapt_cmd::AdaptArgs),
+    Report(report::ReportArgs),
 }
 
 /// The log on stderr when `SLUICE_LOG` is unset: warnings and errors, and what plugins print
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         Command::Plugin(args) => plugin_cmd::run(&args),
         Command::Tfds(args) => tfds_cmd::run(&args),
         Command::Adapt(args) => adapt_cmd::run(&args),
+        Command::Report(args) => report::run(&args),
     };
     match outcome {
         Ok(code) => code,

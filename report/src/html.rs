@@ -16,7 +16,7 @@ main{max-width:1040px;margin:0 auto;padding:18px 24px 40px}
 h1{font-size:1.5em;margin:.2em 0 .1em}h2{font-size:1.15em;margin:1.6em 0 .4em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 .sub{color:#555;margin:0 0 .8em}
 .facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(190px,1fr));gap:6px 14px;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:10px 14px;margin:.5em 0}
-.facts div span{display:block;color:#666;font-size:.8em}.facts div b{font-weight:600}
+.facts div span{display:block;color:#666;font-size:.8em}.facts div b{font-weight:600;overflow-wrap:anywhere}
 .explain{background:#fff8e6;border:1px solid #f0d48a;border-radius:6px;padding:10px 16px;margin:.5em 0}
 .explain p{margin:.35em 0}.explain .do{font-weight:600}
 .note{background:#eef4fb;border:1px solid #bcd3ee;border-radius:6px;padding:8px 14px;margin:.5em 0}

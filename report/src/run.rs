@@ -157,7 +157,13 @@ impl Run {
             file: None,
             line: e.line(),
             column: e.column(),
-            message: e.to_string(),
+            // serde_json's message without its " at line L column C".
+            message: e
+                .to_string()
+                .split(" at line ")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
         })?;
         let Value::Object(obj) = value else {
             return Err(Error::NotARun {

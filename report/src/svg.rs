@@ -95,7 +95,7 @@ impl LineChart {
             260.0
         };
         let legend_rows = legend_rows(self.series.iter().map(|s| s.name.as_str()));
-        let total_h = h + legend_rows as f64 * 18.0;
+        let total_h = h + legend_rows as f64 * 18.0 + 8.0;
         let points = self.series.iter().flat_map(|s| s.points.iter());
         let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
         for &(x, y) in points.clone() {
@@ -220,7 +220,7 @@ impl Bars {
         let xt = ticks(0.0, if total > 0.0 { total } else { 1.0 }, 6);
         let x_top = xt.last().copied().unwrap_or(1.0).max(total).max(1e-12);
         let px = |x: f64| left + x / x_top * (W - left - MR);
-        let mut s = open(&self.title, h + legend_rows as f64 * 18.0);
+        let mut s = open(&self.title, h + legend_rows as f64 * 18.0 + 8.0);
         let bottom = h - MB;
         for t in &xt {
             let _ = write!(
@@ -332,7 +332,7 @@ impl Strip {
             .collect();
         names.push(("none".into(), NONE_COLOR.into(), false));
         let legend_rows = legend_rows(names.iter().map(|n| n.0.as_str()));
-        let mut s = open(&self.title, h + legend_rows as f64 * 18.0);
+        let mut s = open(&self.title, h + legend_rows as f64 * 18.0 + 8.0);
         let bottom = h - MB;
         for t in &xt {
             let _ = write!(
@@ -480,7 +480,7 @@ fn legend_rows<'a>(names: impl Iterator<Item = &'a str>) -> usize {
 
 fn legend<'a>(s: &mut String, h: f64, entries: impl Iterator<Item = (&'a str, &'a str, bool)>) {
     let mut x = ML;
-    let mut y = h - 2.0;
+    let mut y = h + 10.0;
     s.push_str(r#"<g class="legend">"#);
     for (name, c, dashed) in entries {
         let w = entry_width(name);
