@@ -193,6 +193,8 @@ pub(crate) struct Autotuner {
     /// The run's statistics (weak: they hold this tuner for their snapshots) and shutdown.
     run: Option<(Weak<StatsRegistry>, Shutdown)>,
     me: Weak<Autotuner>,
+    /// Where decisions are reported as they are taken (trace, timeline).
+    observe: crate::observe::Observe,
 }
 
 impl Autotuner {
@@ -203,6 +205,7 @@ impl Autotuner {
         ram_budget: u64,
         stats: &Arc<StatsRegistry>,
         shutdown: Shutdown,
+        observe: crate::observe::Observe,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Autotuner {
             knobs: Mutex::default(),
@@ -212,6 +215,7 @@ impl Autotuner {
             ram_budget,
             run: Some((Arc::downgrade(stats), shutdown)),
             me: me.clone(),
+            observe,
         })
     }
 
@@ -226,6 +230,7 @@ impl Autotuner {
             ram_budget,
             run: None,
             me: Weak::new(),
+            observe: crate::observe::Observe::new(),
         }
     }
 
@@ -328,6 +333,7 @@ impl Autotuner {
             reason,
         };
         tracing::debug!(decision = %d, "autotune");
+        self.observe.autotune(&d);
         self.decisions.locked().push(d);
     }
 }

@@ -44,6 +44,8 @@ pub(crate) struct RunState {
     pub(crate) learned: Mutex<Learned>,
     /// The plan that runs, made on first use.
     optimized: Mutex<Option<Arc<Optimized>>>,
+    /// Where runs report (a trace, a timeline).
+    pub(crate) observe: Mutex<crate::observe::Observe>,
 }
 
 impl Dataset {
@@ -85,6 +87,14 @@ impl Dataset {
             options: Some(options),
             state: Arc::default(),
         }
+    }
+
+    /// Makes every later iteration of this dataset (and of its clones, which share its
+    /// run state) report to `observe`: a [trace](crate::observe::Tracer) of its threads, a
+    /// [timeline](crate::observe::Timeline) of its statistics. `Observe::new()` stops
+    /// reporting. See [`crate::observe`].
+    pub fn observe(&self, observe: crate::observe::Observe) {
+        *self.state.observe.locked() = observe;
     }
 
     /// The options in force (the defaults if none were set).

@@ -167,6 +167,7 @@ impl PipelineStats {
             m.buffer_len = s.buffer_len;
             m.buffer_capacity = m.buffer_capacity.max(s.buffer_capacity);
             m.skipped += s.skipped;
+            m.element_times.merge(&s.element_times);
             *mean_sum += s.buffer_mean;
             *n += 1;
         }
@@ -174,6 +175,8 @@ impl PipelineStats {
             .into_values()
             .map(|(mut s, mean_sum, n)| {
                 s.buffer_mean = mean_sum / n.max(1) as f64;
+                let times = std::mem::take(&mut s.element_times);
+                let mut s = s.with_element_times(times);
                 s.busy_fraction = if wall > 0.0 {
                     (s.busy_seconds / (wall * s.workers.max(1) as f64)).min(1.0)
                 } else {
@@ -228,13 +231,15 @@ impl PipelineStats {
             .max(16);
         let _ = writeln!(
             s,
-            "{:>3} {:<w$} {:>10} {:>10} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9}",
+            "{:>3} {:<w$} {:>10} {:>10} {:>7} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}",
             "#",
             "stage",
             "in",
             "out",
             "workers",
             "busy%",
+            "p50",
+            "p99",
             "wait up",
             "wait down",
             "waited on",
@@ -243,13 +248,15 @@ impl PipelineStats {
         for st in &self.stages {
             let _ = writeln!(
                 s,
-                "{:>3} {:<w$} {:>10} {:>10} {:>7} {:>5.0}% {:>8.3}s {:>8.3}s {:>8.3}s {:>9}",
+                "{:>3} {:<w$} {:>10} {:>10} {:>7} {:>5.0}% {:>8} {:>8} {:>8.3}s {:>8.3}s {:>8.3}s {:>9}",
                 st.index,
                 st.name,
                 st.elements_in,
                 st.elements_out,
                 st.threads(),
                 st.busy_fraction * 100.0,
+                duration(st.element_p50_seconds),
+                duration(st.element_p99_seconds),
                 st.wait_upstream_seconds,
                 st.wait_downstream_seconds,
                 st.consumer_wait_seconds,
@@ -272,14 +279,20 @@ impl PipelineStats {
         }
         match self.bottleneck() {
             Some(b) => {
+                let all: f64 = self.stages.iter().map(|s| s.caused_wait_seconds).sum();
                 let _ = write!(
                     s,
-                    "\nbottleneck: #{} {} (the pipeline waited {:.3}s on it; busy {:.0}% of its {} thread(s))",
+                    "\nbottleneck: #{} {} (the pipeline waited {:.3}s on it, {:.0}% of all waiting; busy {:.0}% of its {} thread(s); {} per element at p50, {} at p99; it waited {:.3}s on its input and {:.3}s on its consumer)",
                     b.index,
                     b.name,
                     b.caused_wait_seconds,
+                    100.0 * b.caused_wait_seconds / all.max(1e-12),
                     b.busy_fraction * 100.0,
-                    b.threads().max(1)
+                    b.threads().max(1),
+                    duration(b.element_p50_seconds).trim_start(),
+                    duration(b.element_p99_seconds).trim_start(),
+                    b.wait_upstream_seconds,
+                    b.wait_downstream_seconds,
                 );
             }
             None => s.push_str("\nbottleneck: none measured"),
@@ -308,6 +321,18 @@ impl PipelineStats {
             }
         }
         s
+    }
+}
+
+/// A time per element for the table: `850ns`, `12.3µs`, `4.1ms`, `1.20s`; `-` when not
+/// measured.
+fn duration(seconds: Option<f64>) -> String {
+    match seconds {
+        None => "-".to_string(),
+        Some(s) if s < 1e-6 => format!("{:.0}ns", s * 1e9),
+        Some(s) if s < 1e-3 => format!("{:.1}µs", s * 1e6),
+        Some(s) if s < 1.0 => format!("{:.1}ms", s * 1e3),
+        Some(s) => format!("{s:.2}s"),
     }
 }
 

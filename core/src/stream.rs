@@ -62,7 +62,12 @@ pub(crate) struct Instrumented {
     /// The stage does its work inside `next` on the consumer's thread.
     inline: bool,
     local: Local,
+    /// Spans the stage's timed calls in the run's trace, when traced.
+    trace: Option<StageTracer>,
 }
+
+/// A traced stage: the run's tracer, the stage's name and number.
+pub(crate) type StageTracer = (crate::observe::Tracer, Arc<str>, usize);
 
 /// Elements between flushes of an [`Instrumented`] stream's counters.
 const FLUSH_EVERY: u32 = 64;
@@ -83,12 +88,18 @@ struct Local {
 }
 
 impl Instrumented {
-    pub(crate) fn new(inner: BoxStream, metrics: Arc<StageMetrics>, inline: bool) -> Self {
+    pub(crate) fn new(
+        inner: BoxStream,
+        metrics: Arc<StageMetrics>,
+        inline: bool,
+        trace: Option<StageTracer>,
+    ) -> Self {
         Instrumented {
             inner,
             metrics,
             inline,
             local: Local::default(),
+            trace,
         }
     }
 
@@ -130,9 +141,21 @@ impl ElementStream for Instrumented {
             let item = self.inner.next();
             let elapsed = start.elapsed().as_nanos() as u64;
             let nested = NESTED_NS.with(|c| c.replace(outer + elapsed));
-            self.local.own_ns += elapsed.saturating_sub(nested);
+            let own = elapsed.saturating_sub(nested);
+            self.local.own_ns += own;
             self.local.nested_ns += nested;
             self.local.timed_calls += 1;
+            if let Some(Ok(_)) = &item {
+                // An element's own time: a sample of the stage's distribution.
+                if self.inline {
+                    self.metrics
+                        .add_element_time(std::time::Duration::from_nanos(own), 1);
+                }
+                if let Some((tracer, name, index)) = &self.trace {
+                    let end = start + std::time::Duration::from_nanos(elapsed);
+                    tracer.stage_span(*index, name, start, end, 1);
+                }
+            }
             item
         } else {
             self.inner.next()

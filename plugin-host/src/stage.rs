@@ -63,6 +63,8 @@ pub struct PluginStage {
     pool: Mutex<Vec<Idle>>,
     /// Lent, wire and declined calls (see [`CallCounts`]).
     counts: [AtomicU64; 3],
+    /// The name of its calls' spans in a trace: `call noise (wasm)`.
+    span_name: Arc<str>,
 }
 
 impl std::fmt::Debug for PluginStage {
@@ -100,12 +102,20 @@ impl PluginStage {
             }
         };
         let first = backend.instantiate(&config)?;
+        let source = backend.source();
+        let host = if source.ends_with(".wasm") || source.ends_with(".wat") {
+            "wasm"
+        } else {
+            "native"
+        };
+        let span_name = Arc::from(format!("call {} ({host})", backend.info().name));
         Ok(Arc::new(PluginStage {
             backend,
             config,
             path,
             pool: Mutex::new(vec![(first, Vec::new())]),
             counts: Default::default(),
+            span_name,
         }))
     }
 
@@ -191,7 +201,29 @@ impl PluginStage {
     }
 
     /// Runs one call on `elements` (one RNG each): the outputs with their input's index.
+    /// In a traced run ([`sluice_core::observe`]) the call is a span of category `plugin`
+    /// on the calling thread.
     pub fn call(
+        &self,
+        elements: Vec<Element>,
+        rngs: &mut [ElementRng],
+    ) -> Result<Vec<(usize, Element)>> {
+        let Some(tracer) = sluice_core::observe::Tracer::current() else {
+            return self.call_untraced(elements, rngs);
+        };
+        let start = std::time::Instant::now();
+        let result = self.call_untraced(elements, rngs);
+        tracer.span(
+            "plugin",
+            &self.span_name,
+            None,
+            start,
+            std::time::Instant::now(),
+        );
+        result
+    }
+
+    fn call_untraced(
         &self,
         elements: Vec<Element>,
         rngs: &mut [ElementRng],

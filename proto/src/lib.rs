@@ -29,9 +29,11 @@
 //!   canonical protobuf JSON mapping (pbjson).
 //! - [`TfMessage`]: decoding from records and bytes, JSON in both directions.
 //! - [`tfrecord`]: the reader and writer.
+//! - [`event`]: TensorBoard's `Event` records (an event file is a TFRecord file of them).
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod event;
 pub mod example;
 mod message;
 pub mod tfrecord;

@@ -353,6 +353,7 @@ fn dispatch<I: Item, S: Source<I>>(
             std::thread::sleep(Duration::from_micros(100));
         }
         ctx.metrics().add_wait_downstream(t.elapsed());
+        ctx.trace_wait("wait downstream", t);
         // One item per job until the workers have measured what an item costs.
         let chunk = match avg_ns.load(Relaxed) {
             0 => 1,
@@ -448,6 +449,7 @@ fn work<I: Item, O: Outputs>(
     ctx: BuildContext,
 ) {
     let shutdown = ctx.shutdown().clone();
+    crate::observe::Tracer::set_current(ctx.tracer());
     loop {
         // Autotune parks the workers beyond its current number of threads.
         if let Some((w, knob, dispatched)) = &active
@@ -470,6 +472,7 @@ fn work<I: Item, O: Outputs>(
             recv(shutdown.channel()) -> _ => return,
         };
         ctx.metrics().add_wait_upstream(t.elapsed());
+        ctx.trace_wait("wait upstream", t);
         let start = Instant::now();
         let n = job.items.len() as u64;
         let mut out = Vec::with_capacity(job.items.len());
@@ -497,6 +500,8 @@ fn work<I: Item, O: Outputs>(
         }
         let elapsed = start.elapsed();
         ctx.metrics().add_busy(elapsed);
+        ctx.metrics().add_element_time(elapsed / n.max(1) as u32, n);
+        ctx.trace_work(start, n);
         // A running average of the time per element, which sizes the chunks.
         let per = elapsed.as_nanos() as u64 / n.max(1);
         let old = avg_ns.load(Relaxed);
@@ -623,6 +628,8 @@ mod tests {
                 rows: Default::default(),
                 elastic: None,
                 ledger: crate::run::ByteLedger::new(1 << 30),
+                tracer: None,
+                observe: Default::default(),
             }),
             epoch: 0,
             index: 1,

@@ -191,6 +191,7 @@ impl PrefetchStream {
                         }
                     }
                     tctx.metrics().add_wait_downstream(t.elapsed());
+                    tctx.trace_wait("wait downstream", t);
                 }
                 None
             });

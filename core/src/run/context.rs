@@ -157,6 +157,47 @@ impl BuildContext {
         &self.metrics
     }
 
+    /// The run's tracer, when it is traced ([`crate::observe`]): stages with threads of
+    /// their own record their work and waits on it; plugin stages their calls.
+    pub fn tracer(&self) -> Option<&crate::observe::Tracer> {
+        self.shared.tracer.as_ref()
+    }
+
+    /// What [`Instrumented`](crate::stream) spans this stage with: the tracer, the stage's
+    /// name and number.
+    pub(crate) fn stage_tracer(&self) -> Option<crate::stream::StageTracer> {
+        self.shared
+            .tracer
+            .clone()
+            .map(|t| (t, Arc::clone(&self.name), self.index))
+    }
+
+    /// Records the span of this stage's work from `start` to now on the calling thread
+    /// (`elements` produced), when the run is traced: for stages whose work runs on
+    /// threads of their own.
+    pub fn trace_work(&self, start: std::time::Instant, elements: u64) {
+        if let Some(t) = &self.shared.tracer {
+            t.stage_span(
+                self.index,
+                &self.name,
+                start,
+                std::time::Instant::now(),
+                elements,
+            );
+        }
+    }
+
+    /// Records a blocked wait of this stage from `start` to now (`what`: `wait upstream`,
+    /// `wait downstream`), when the run is traced and the wait was long enough to matter.
+    pub(crate) fn trace_wait(&self, what: &'static str, start: std::time::Instant) {
+        if let Some(t) = &self.shared.tracer {
+            let end = std::time::Instant::now();
+            if end.duration_since(start) >= crate::observe::MIN_WAIT {
+                t.span("wait", &Arc::from(what), Some(self.index), start, end);
+            }
+        }
+    }
+
     /// The pipeline's shutdown signal.
     pub fn shutdown(&self) -> &Shutdown {
         &self.shared.shutdown
@@ -254,6 +295,7 @@ impl BuildContext {
             ErrorPolicy::Fail => Some(error),
             ErrorPolicy::Skip => {
                 tracing::debug!(stage = %self.stage_label(), %error, dropped = n, "skipped");
+                self.shared.observe.skipped(&self.stage_label(), &error, n);
                 self.metrics.add_skipped(n);
                 self.skipped_below_points(n);
                 None

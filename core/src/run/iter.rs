@@ -45,6 +45,10 @@ pub struct PipelineIter {
     cancelled: Arc<AtomicBool>,
     /// The epoch's records, as elastic checkpoints follow them.
     elastic: Arc<ElasticRun>,
+    /// Samples the run for its observers (trace counters, timeline).
+    sampler: crate::observe::Sampler,
+    /// The run's tracer, if traced.
+    tracer: Option<crate::observe::Tracer>,
     // Dropped after `stream` (fields drop in order): first the streams stop and join their
     // threads, and the trigger is set first in `drop` so blocked threads wake at once.
     trigger: Arc<ShutdownTrigger>,
@@ -113,20 +117,34 @@ impl PipelineIter {
         let stats = Arc::new(StatsRegistry::new());
         let state = dataset.state();
         let learned = state.learned.locked().clone();
-        let autotune = Autotuner::new(learned, options.ram_budget, &stats, shutdown.clone());
+        let observe = state.observe.locked().clone();
+        let autotune = Autotuner::new(
+            learned,
+            options.ram_budget,
+            &stats,
+            shutdown.clone(),
+            observe.clone(),
+        );
         let elastic = Arc::new(elastic);
         let ledger = super::ByteLedger::new(options.ram_budget);
         let shared = Arc::new(RunShared {
             seed,
             options,
-            shutdown,
+            shutdown: shutdown.clone(),
             stats: Arc::clone(&stats),
             autotune: Arc::clone(&autotune),
             indices: optimized.numbers.as_ref().clone(),
             rows: Default::default(),
             elastic: Some(Arc::clone(&elastic)),
             ledger: Arc::clone(&ledger),
+            tracer: observe.tracer().cloned(),
+            observe: observe.clone(),
         });
+        let sampler = crate::observe::Sampler::start(
+            &observe,
+            crate::observe::sampler_sources(epoch, &stats, &autotune, &ledger),
+            shutdown,
+        );
         *state.last.locked() = Some((
             Arc::clone(&stats),
             Arc::clone(&autotune),
@@ -148,6 +166,8 @@ impl PipelineIter {
             done: false,
             cancelled: Arc::default(),
             elastic,
+            sampler,
+            tracer: observe.tracer().cloned(),
             trigger: Arc::new(trigger),
         };
         let (stream, skipped) = build_node(&optimized.plan, &shared, epoch, skip)?;
@@ -253,6 +273,7 @@ impl PipelineIter {
     fn stop_autotune(&mut self) {
         self.trigger.fire();
         self.autotune.join();
+        self.sampler.stop();
         let learned = self.autotune.learned();
         if !learned.is_empty() {
             *self.state.learned.locked() = learned;
@@ -271,6 +292,9 @@ impl Iterator for PipelineIter {
         let item = if cancelled() {
             None
         } else {
+            // Code running on this thread inside the stages (a plugin call) finds the
+            // run's tracer.
+            crate::observe::Tracer::set_current(self.tracer.as_ref());
             self.stream.as_mut()?.next()
         };
         // The element is the caller's now: out of the run's buffers.

@@ -50,6 +50,10 @@ pub(crate) struct RunShared {
     pub(crate) elastic: Option<Arc<ElasticRun>>,
     /// The bytes the run's buffers hold, against `options.ram_budget` (see [`ledger`]).
     pub(crate) ledger: Arc<ByteLedger>,
+    /// The run's tracer, if it is traced (see [`crate::observe`]).
+    pub(crate) tracer: Option<crate::observe::Tracer>,
+    /// Where skips are reported.
+    pub(crate) observe: crate::observe::Observe,
 }
 
 impl RunShared {
@@ -202,7 +206,12 @@ fn build_node_with(
         let mut stream: BoxStream = stream;
         let skipped = discard(&mut stream, skip)?;
         return Ok((
-            Box::new(Instrumented::new(stream, metrics, inline)),
+            Box::new(Instrumented::new(
+                stream,
+                metrics,
+                inline,
+                ctx.stage_tracer(),
+            )),
             skipped,
         ));
     }
@@ -262,7 +271,15 @@ fn build_node_with(
             }
         }
     };
-    Ok((Box::new(Instrumented::new(inner, metrics, inline)), skipped))
+    Ok((
+        Box::new(Instrumented::new(
+            inner,
+            metrics,
+            inline,
+            ctx.stage_tracer(),
+        )),
+        skipped,
+    ))
 }
 
 /// The inputs of a node of a sub-dataset run inside the stage of `ctx`.
