@@ -23,7 +23,9 @@ fn pipeline() -> String {
 fn data(dir: &Path) -> PathBuf {
     let data = dir.join("data");
     sluice()
-        .args(["gen", "--images", "128", "--size", "256", "--shards", "2", "--out"])
+        .args([
+            "gen", "--images", "128", "--size", "256", "--shards", "2", "--out",
+        ])
         .arg(&data)
         .assert()
         .success();
@@ -41,7 +43,11 @@ fn run_json(dir: &Path, data: &Path, name: &str, extra: &[&str]) -> PathBuf {
         .args(extra)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let path = dir.join(name);
     fs::write(&path, &out.stdout).unwrap();
     path
@@ -68,13 +74,26 @@ fn report_of_one_real_run_and_of_two_compared() {
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("Sluice run: gen_augment"));
     assert!(html.contains("The bottleneck is "), "no explanation");
-    for section in ["throughput", "busy", "queues", "bottleneck-time", "autotune", "stages"] {
+    for section in [
+        "throughput",
+        "busy",
+        "queues",
+        "bottleneck-time",
+        "autotune",
+        "stages",
+    ] {
         assert!(html.contains(&format!("<h2 id=\"{section}\"")), "{section}");
     }
     // Seven plots, each drawing data (no "nothing was recorded" box), every stage named.
     assert_eq!(html.matches("<svg").count(), 7);
     assert!(!html.contains("nothing was recorded"), "an empty plot");
-    for stage in ["interleave#1", "parse_example#2", "image_ops#3", "batch#4", "prefetch#5"] {
+    for stage in [
+        "interleave#1",
+        "parse_example#2",
+        "image_ops#3",
+        "batch#4",
+        "prefetch#5",
+    ] {
         assert!(html.contains(stage), "{stage}");
     }
     // Self-contained: no script, nothing fetched.
@@ -91,7 +110,7 @@ fn report_of_one_real_run_and_of_two_compared() {
         .success();
     let html = fs::read_to_string(&two).unwrap();
     assert!(html.contains("A and B compared"));
-    assert!(html.contains("A: a.json elements/s") && html.contains("B: b.json elements/s"));
+    assert!(html.contains("A: a.json batches/s (") && html.contains("B: b.json batches/s ("));
     assert!(html.contains("A: image_ops#3") && html.contains("B: image_ops#3"));
     assert!(
         html.contains("B is faster") || html.contains("A is faster") || html.contains("as fast")
@@ -136,7 +155,11 @@ fn default_output_old_json_and_bad_input() {
             .stderr(contains(says.to_string()));
     };
     bad("text.json", "not json", "not JSON at line 1");
-    bad("other.json", "{\"files\": []}", "not the JSON of `sluice run --json`");
+    bad(
+        "other.json",
+        "{\"files\": []}",
+        "not the JSON of `sluice run --json`",
+    );
     bad(
         "field.json",
         "{\"stages\": [{\"index\": 0, \"busy_seconds\": \"slow\"}]}",

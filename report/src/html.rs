@@ -7,6 +7,7 @@ use std::fmt::Write;
 use crate::compare::compare;
 use crate::explain::explain;
 use crate::format::{bytes, escape, maybe_seconds, number, percent, seconds};
+use crate::rate::{rates, window};
 use crate::run::Run;
 use crate::svg::{Bar, Bars, LineChart, Series, Strip, StripRow, color};
 
@@ -16,6 +17,7 @@ main{max-width:1040px;margin:0 auto;padding:18px 24px 40px}
 h1{font-size:1.5em;margin:.2em 0 .1em}h2{font-size:1.15em;margin:1.6em 0 .4em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 .sub{color:#555;margin:0 0 .8em}
 .facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(190px,1fr));gap:6px 14px;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:10px 14px;margin:.5em 0}
+.facts div.wide{grid-column:span 2}
 .facts div span{display:block;color:#666;font-size:.8em}.facts div b{font-weight:600;overflow-wrap:anywhere}
 .explain{background:#fff8e6;border:1px solid #f0d48a;border-radius:6px;padding:10px 16px;margin:.5em 0}
 .explain p{margin:.35em 0}.explain .do{font-weight:600}
@@ -133,6 +135,16 @@ fn fact(p: &mut Page, label: &str, value: &str) {
     );
 }
 
+/// A fact two columns wide (a path, the record account).
+fn wide_fact(p: &mut Page, label: &str, value: &str) {
+    let _ = write!(
+        p.s,
+        "<div class=\"wide\"><span>{}</span><b>{}</b></div>",
+        escape(label),
+        escape(value)
+    );
+}
+
 fn header(p: &mut Page, r: &Run, which: Option<usize>) {
     let _ = write!(
         p.s,
@@ -143,7 +155,7 @@ fn header(p: &mut Page, r: &Run, which: Option<usize>) {
     );
     p.s.push_str("<div class=\"facts\">");
     fact(p, "pipeline", r.pipeline.as_deref().unwrap_or("(unnamed)"));
-    fact(p, "file", if r.file.is_empty() { "–" } else { &r.file });
+    wide_fact(p, "file", if r.file.is_empty() { "–" } else { &r.file });
     fact(
         p,
         "started (UTC)",
@@ -172,7 +184,7 @@ fn header(p: &mut Page, r: &Run, which: Option<usize>) {
             )
         },
     );
-    fact(p, "records", &records);
+    wide_fact(p, "records", &records);
     if let Some(n) = r.interrupted {
         fact(p, "interrupted", &format!("by Ctrl-C after {n} elements"));
     }
@@ -277,37 +289,41 @@ fn epoch_markers(r: &Run, which: Option<usize>) -> Vec<(f64, String)> {
         .collect()
 }
 
-/// Elements per second between neighbouring samples (the first from the start, at 0).
-fn rates(r: &Run, value: impl Fn(&sluice_core::observe::Sample) -> Option<f64>) -> Vec<(f64, f64)> {
-    let mut out = Vec::new();
-    let mut prev = (0.0, 0.0);
-    for s in r.samples() {
-        let Some(v) = value(s) else { continue };
-        let dt = s.t - prev.0;
-        if dt > 1e-9 {
-            out.push((s.t, ((v - prev.1) / dt).max(0.0)));
-            prev = (s.t, v);
-        }
+/// What the timeline counts as the pipeline's output: `batches` when it ends in a batch
+/// (its samples count the batches, the run's totals their rows), else `elements`.
+fn output_unit(r: &Run) -> &'static str {
+    let last = r.samples().last().map_or(0, |s| s.elements);
+    if r.batches > 0 && last == r.batches && r.elements > r.batches {
+        "batches"
+    } else {
+        "elements"
     }
-    out
 }
 
 fn throughput(p: &mut Page, runs: &[Run]) {
     p.h2("throughput", "Throughput over time");
-    p.s.push_str("<p>Elements the pipeline produced per second between samples; dotted lines mark epochs.</p>");
+    p.s.push_str("<p>The pipeline's output per second (batches per second when it ends in a batch), averaged over a moving window (three of the run's output steps at least: a pipeline ending in a batch hands out its elements in bursts); dotted lines mark epochs.</p>");
     let two = runs.len() == 2;
     let mut chart = LineChart {
         title: "Pipeline output".into(),
         x_label: "seconds since the run started".into(),
-        y_label: "elements/s".into(),
+        y_label: "per second".into(),
         ..LineChart::default()
     };
     for (i, r) in runs.iter().enumerate() {
         let which = two.then_some(i);
         chart.series.push(Series {
-            name: prefixed(which, &format!("{} elements/s", r.label)),
+            name: prefixed(
+                which,
+                &format!(
+                    "{} {}/s ({} average)",
+                    r.label,
+                    output_unit(r),
+                    seconds(window(r))
+                ),
+            ),
             color: run_color(i).into(),
-            points: rates(r, |s| Some(s.elements as f64)),
+            points: rates(r.samples(), window(r), |s| Some(s.elements as f64)),
             step: false,
             dashed: i == 1,
         });
@@ -323,7 +339,7 @@ fn throughput(p: &mut Page, runs: &[Run]) {
     };
     for (i, r) in runs.iter().enumerate() {
         for st in &r.stages {
-            let points = rates(r, |s| {
+            let points = rates(r.samples(), window(r), |s| {
                 s.stages
                     .iter()
                     .find(|x| x.index == st.index)
@@ -683,7 +699,7 @@ mod tests {
         let html = render(&[a, b]);
         assert!(html.contains("A and B compared"));
         assert!(html.contains("B is faster: 2×"));
-        assert!(html.contains("A: a.json elements/s") && html.contains("B: b.json elements/s"));
+        assert!(html.contains("A: a.json batches/s (") && html.contains("B: b.json batches/s ("));
         assert!(html.contains("A: image_ops#3") && html.contains("B: image_ops#3"));
         assert!(html.contains("stroke-dasharray=\"6,4\""));
     }

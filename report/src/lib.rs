@@ -42,6 +42,7 @@
 //! | `compare` | [`compare`]: two runs' [`Comparison`] |
 //! | `svg` | the plotting primitives: [`svg::LineChart`], [`svg::Bars`], [`svg::Strip`] |
 //! | `format` | escaping and numbers as people read them |
+//! | `rate` | elements/s over a moving window (outputs in bursts: batches) |
 //! | `html` | [`render`]: the page |
 
 mod compare;
@@ -49,6 +50,7 @@ mod error;
 mod explain;
 pub mod format;
 mod html;
+mod rate;
 mod run;
 pub mod svg;
 
