@@ -61,7 +61,7 @@ fn matched<'a>(a: &'a Run, b: &'a Run) -> Vec<(&'a Stage, Option<&'a Stage>)> {
         .collect()
 }
 
-/// `a` and `b` compared (see the [module](self)).
+/// `a` and `b` compared: the verdict and the differences table.
 pub fn compare(a: &Run, b: &Run) -> Comparison {
     let ratio = (a.elements_per_s > 0.0).then(|| b.elements_per_s / a.elements_per_s);
     let verdict = match ratio {
@@ -123,7 +123,7 @@ pub fn compare(a: &Run, b: &Run) -> Comparison {
         let id = sa.id();
         let Some(sb) = sb else {
             rows.push(DiffRow {
-                what: format!("{id}"),
+                what: id.clone(),
                 a: "ran".into(),
                 b: "not in B".into(),
                 change: String::new(),

@@ -1,21 +1,6 @@
 //! [`explain`]: the bottleneck of a run, in words with its numbers, and what to try.
 //!
-//! The rules are few and checked in order on the bottleneck stage (the one that caused
-//! the most waiting in the pipeline):
-//!
-//! 1. it only buffers (no work of its own, e.g. `prefetch`) and its buffer was mostly
-//!    empty (mean under a quarter of its capacity): [`Finding::ProducerSlower`];
-//! 2. its threads were busy at least 80 % of the time and it has as many threads as the
-//!    machine has CPUs: [`Finding::CpuBound`];
-//! 3. busy at least 80 % with fewer threads: [`Finding::MoreThreads`];
-//! 4. it reads (a file reader, `interleave`, a source): [`Finding::StarvedReads`];
-//! 5. it waited on its own input longer than it worked: [`Finding::Starved`];
-//! 6. it was blocked on a full output buffer longer than it worked:
-//!    [`Finding::Blocked`];
-//! 7. otherwise: [`Finding::SlowWork`].
-//!
-//! Beside the finding, a stage whose p99 time per element is over ten times its p50 has
-//! slow elements ([`Explanation::slow_elements`]).
+//! The rules are in [`explain`]'s documentation.
 
 use crate::format::{maybe_seconds, number, percent, seconds};
 use crate::run::{Run, Stage};
@@ -27,7 +12,7 @@ pub(crate) const EMPTY_BUFFER: f64 = 0.25;
 /// p99 over p50 from which a stage has slow elements.
 pub(crate) const SLOW_TAIL: f64 = 10.0;
 
-/// What limits the run, by the rules of the [module](self).
+/// What limits the run (the rules are in [`explain`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
     /// Nothing waited measurably (or no stage statistics).
@@ -98,7 +83,25 @@ fn producer<'a>(run: &'a Run, s: &Stage) -> Option<&'a Stage> {
         .max_by_key(|x| x.index)
 }
 
-/// The bottleneck of `run` explained (see the [module](self) for the rules).
+/// The bottleneck of `run` explained: the stage that caused the most waiting in the
+/// pipeline, the facts about it with their numbers, one [`Finding`] and what to try.
+///
+/// The rules are few and checked in order on the bottleneck stage (the one that caused
+/// the most waiting in the pipeline):
+///
+/// 1. it only buffers (no work of its own, e.g. `prefetch`) and its buffer was mostly
+///    empty (mean under a quarter of its capacity): [`Finding::ProducerSlower`];
+/// 2. its threads were busy at least 80 % of the time and it has as many threads as the
+///    machine has CPUs: [`Finding::CpuBound`];
+/// 3. busy at least 80 % with fewer threads: [`Finding::MoreThreads`];
+/// 4. it reads (a file reader, `interleave`, a source): [`Finding::StarvedReads`];
+/// 5. it waited on its own input longer than it worked: [`Finding::Starved`];
+/// 6. it was blocked on a full output buffer longer than it worked:
+///    [`Finding::Blocked`];
+/// 7. otherwise: [`Finding::SlowWork`].
+///
+/// Beside the finding, a stage whose p99 time per element is over ten times its p50 has
+/// slow elements ([`Explanation::slow_elements`]).
 pub fn explain(run: &Run) -> Explanation {
     let total: f64 = run.stages.iter().map(|s| s.caused_wait_seconds).sum();
     let Some(b) = run.bottleneck_stage().filter(|_| total > 0.0) else {

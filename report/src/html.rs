@@ -492,7 +492,7 @@ fn bottleneck_strip(p: &mut Page, runs: &[Run]) {
             t0 = s.t;
         }
         let label = if two {
-            format!("{}", letter(i))
+            letter(i).to_string()
         } else {
             "bottleneck".into()
         };
