@@ -14,6 +14,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sluice_core::checkpoint::element_digest;
+use sluice_core::observe::{
+    Observe, TensorBoardWriter, Timeline, TimelineConfig, TraceConfig, Tracer,
+};
 use sluice_core::pipeline_file::PipelineFile;
 use sluice_core::{
     Checkpoint, Dataset, Element, PipelineIter, PipelineStats, RecordAccount, StageStats,
@@ -150,6 +153,20 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     explain: bool,
 
+    /// Write a trace of the run to FILE in the Chrome trace event format: a track per
+    /// thread, a span per element or chunk of each stage (sampled: see the file's
+    /// otherData.sampling), queue depths and bytes buffered as counters, autotune's
+    /// decisions and storage retries as instant events, plugin calls as spans. Open it in
+    /// https://ui.perfetto.dev or chrome://tracing.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+
+    /// Write TensorBoard scalars of the run to DIR as it goes (elements/s and MB/s per
+    /// stage, busy and waited-on fractions, buffer fill, autotune's values, the
+    /// bottleneck): `tensorboard --logdir DIR` shows them.
+    #[arg(long, value_name = "DIR")]
+    tensorboard: Option<PathBuf>,
+
     /// Testing: stop as on Ctrl-C after N elements.
     #[arg(long, value_name = "N", hide = true)]
     stop_after: Option<u64>,
@@ -181,6 +198,16 @@ pub(crate) struct Summary<'a> {
     /// Set when Ctrl-C stopped the run after this many pipeline elements (a checkpoint was
     /// written).
     interrupted: Option<u64>,
+    /// The run's statistics over time (`sluice report` plots them; see
+    /// `sluice_core::observe::Timeline`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) timeline: Option<sluice_core::observe::TimelineData>,
+    /// The Sluice that ran, and the machine's CPUs (what `sluice report` shows beside the
+    /// figures).
+    sluice_version: &'static str,
+    cpus: usize,
+    /// When the run started (seconds since the Unix epoch).
+    started_unix: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -220,6 +247,10 @@ impl<'a> Summary<'a> {
             storage: crate::common::storage_summary(),
             autotune: &ran.stats.autotune,
             interrupted: None,
+            timeline: None,
+            sluice_version: env!("CARGO_PKG_VERSION"),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            started_unix: ran.started_unix,
         }
     }
 }
@@ -240,6 +271,8 @@ pub(crate) struct Ran {
     pub(crate) interrupted: Option<u64>,
     /// `elements` counted by this process (a resumed run counts the checkpoint's too).
     pub(crate) elements_here: u64,
+    /// When the run started (seconds since the Unix epoch).
+    pub(crate) started_unix: f64,
 }
 
 impl Ran {
@@ -415,6 +448,9 @@ pub(crate) fn run_epochs_with(
 ) -> Result<Ran> {
     let bar = progress_bar();
     let started = Instant::now();
+    let started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let resume = ckpt.resume.clone();
     let (first_epoch, mut elements, mut batches, mut taken) = match &resume {
         Some(r) => (r.epoch_index, r.elements, r.batches, r.taken),
@@ -570,6 +606,7 @@ pub(crate) fn run_epochs_with(
         stats: PipelineStats::merge(&stats),
         interrupted,
         elements_here: elements - resume.as_ref().map_or(0, |r| r.elements),
+        started_unix,
     })
 }
 
@@ -604,6 +641,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
+    let observed = Observed::start(&dataset, args.trace.as_deref(), args.tensorboard.as_deref())?;
     let mut output = match &args.output {
         Some(dir) => Some(Shards::create(
             &sluice_storage::Location::parse(dir)?,
@@ -655,6 +693,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         compression: args.compression.name(),
     });
     summary.interrupted = ran.interrupted;
+    summary.timeline = Some(observed.finish(!args.json)?);
     let mut out = io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&summary)?)?;
@@ -806,5 +845,66 @@ impl Shards {
                 .with_context(|| format!("cannot write {name}"))?;
         }
         Ok(self.records)
+    }
+}
+
+/// What `sluice run` observes of a run: always its timeline (for `--json` and `sluice
+/// report`), with `--trace` a trace, with `--tensorboard` event files.
+struct Observed {
+    timeline: Timeline,
+    trace: Option<(Tracer, PathBuf)>,
+    tensorboard: Option<PathBuf>,
+}
+
+impl Observed {
+    fn start(
+        dataset: &Dataset,
+        trace: Option<&Path>,
+        tensorboard: Option<&Path>,
+    ) -> Result<Observed> {
+        let timeline = Timeline::new(TimelineConfig::default());
+        let mut observe = Observe::new().timeline(timeline.clone());
+        let mut board = None;
+        if let Some(dir) = tensorboard {
+            let writer = TensorBoardWriter::create(dir)
+                .with_context(|| format!("cannot write TensorBoard events to {}", dir.display()))?;
+            board = Some(writer.path().to_path_buf());
+            timeline.add_sink(Box::new(writer));
+        }
+        let trace = trace.map(|path| (Tracer::new(TraceConfig::default()), path.to_path_buf()));
+        if let Some((tracer, _)) = &trace {
+            observe = observe.trace(tracer.clone());
+        }
+        dataset.observe(observe);
+        Ok(Observed {
+            timeline,
+            trace,
+            tensorboard: board,
+        })
+    }
+
+    /// Writes the trace; returns the timeline. `tell`: say on stderr where they went.
+    fn finish(self, tell: bool) -> Result<sluice_core::observe::TimelineData> {
+        if let Some((tracer, path)) = &self.trace {
+            tracer
+                .write_to(path)
+                .with_context(|| format!("cannot write the trace {}", path.display()))?;
+            if tell {
+                eprintln!(
+                    "trace: {} ({} events): open it in https://ui.perfetto.dev or chrome://tracing",
+                    path.display(),
+                    tracer.events()
+                );
+            }
+        }
+        if let (Some(path), true) = (&self.tensorboard, tell) {
+            eprintln!(
+                "tensorboard: {} (tensorboard --logdir {})",
+                path.display(),
+                path.parent()
+                    .map_or_else(|| ".".into(), |p| p.display().to_string())
+            );
+        }
+        Ok(self.timeline.data())
     }
 }

@@ -42,6 +42,10 @@
 //!   hand setting within the 2-CPU budget (IL in seq/1/2, IMG in 1/2, PF in 2/8), in
 //!   `ROUNDS` (env, default 3) rounds of alternating order.
 //!
+//! `OBSERVE=timeline|trace` (env) observes the run as `sluice run --json` (a timeline) or
+//! `sluice run --trace` (a trace too, written to `$TMPDIR/sluice-bench-trace.json` after the
+//! timed epochs) do, to measure what observing costs (BENCHMARKS.md, "Observing a run").
+//!
 //! `EPOCHS=N` (env) runs each pipeline that otherwise runs once (all but `cache2` and the
 //! shuffles; `decode_only` too) `N` times and reports the last run, as
 //! `tfdata_baseline.py run DIR augment --epochs N` does: the steady state, without the first
@@ -367,6 +371,21 @@ fn run(dir: &str, name: &str) {
         other => panic!("unknown pipeline {other}"),
     };
     let epochs = if epochs == 1 { env_epochs() } else { epochs };
+    let observe = std::env::var("OBSERVE").unwrap_or_else(|_| "off".into());
+    let tracer = sluice_core::observe::Tracer::new(Default::default());
+    match observe.as_str() {
+        "off" => {}
+        "timeline" => ds.observe(
+            sluice_core::observe::Observe::new()
+                .timeline(sluice_core::observe::Timeline::new(Default::default())),
+        ),
+        "trace" => ds.observe(
+            sluice_core::observe::Observe::new()
+                .timeline(sluice_core::observe::Timeline::new(Default::default()))
+                .trace(tracer.clone()),
+        ),
+        other => panic!("OBSERVE={other}: expected off, timeline or trace"),
+    }
     let mut last = (0usize, 0usize, 0f64);
     let mut report = String::new();
     for _ in 0..epochs {
@@ -381,8 +400,13 @@ fn run(dir: &str, name: &str) {
         report = ds.stats().map(|s| s.report()).unwrap_or_default();
     }
     let (n, bytes, secs) = last;
+    if observe == "trace" {
+        let path = std::env::temp_dir().join("sluice-bench-trace.json");
+        tracer.write_to(&path).expect("the trace is written");
+        eprintln!("trace: {} ({} events)", path.display(), tracer.events());
+    }
     println!(
-        "{{\"system\": \"sluice {}\", \"pipeline\": \"{name}\", \"records\": {n}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"mb_per_s\": {}}}",
+        "{{\"system\": \"sluice {}\", \"pipeline\": \"{name}\", \"observe\": \"{observe}\", \"records\": {n}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"mb_per_s\": {}}}",
         env!("CARGO_PKG_VERSION"),
         n as f64 / secs,
         if bytes > 0 {

@@ -348,3 +348,58 @@ fn a_map_plugin_stage_resumes_without_running_the_plugin_on_the_elements_before(
         .expect("the plugin stage's stats");
     assert_eq!(plugin.elements_in, (3 * RECORDS - 50) as u64, "{plugin:?}");
 }
+
+/// A traced run shows every plugin call as a span of category `plugin`, named for the
+/// plugin and its host, inside the span of its stage's chunk on the same worker thread.
+#[test]
+fn plugin_calls_are_spans_in_a_trace() {
+    use sluice_core::observe::{Observe, TraceConfig, Tracer};
+    let data = data();
+    let p = pipeline(
+        data.path(),
+        Some("config = { sigma = 0.1 }\nnum_parallel = 2\nchunk_size = 4\n"),
+        7,
+    );
+    let ds = p.build_with(&Loader::default()).unwrap();
+    let tracer = Tracer::new(TraceConfig::default());
+    ds.observe(Observe::new().trace(tracer.clone()));
+    assert_eq!(ds.iter().unwrap().count(), RECORDS);
+    let mut json = Vec::new();
+    tracer.write(&mut json).unwrap();
+    let trace: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let calls: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "plugin")
+        .collect();
+    // 24 records in chunks of 4 (a reader's chunk may be cut short at a file's end).
+    assert!(calls.len() >= RECORDS / 4, "{} calls", calls.len());
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["name"] == "call gaussian_noise (native)"),
+        "{calls:?}"
+    );
+    // A call and a span of the plugin's stage on the same thread nest: the call lies
+    // inside the chunk's span (stage spans are sampled, calls are not: some calls have no
+    // recorded chunk around them, none crosses one's edge).
+    let span = |e: &serde_json::Value| {
+        let ts = e["ts"].as_f64().unwrap();
+        (ts, ts + e["dur"].as_f64().unwrap())
+    };
+    let mut inside = 0;
+    for c in &calls {
+        let (ts, end) = span(c);
+        for s in events.iter().filter(|s| {
+            s["cat"] == "stage" && s["name"] == "plugin:gaussian_noise" && s["tid"] == c["tid"]
+        }) {
+            let (s0, s1) = span(s);
+            let overlaps = s0 < end && ts < s1;
+            if overlaps {
+                assert!(s0 <= ts + 1e-3 && end <= s1 + 1e-3, "{c} crosses {s}");
+                inside += 1;
+            }
+        }
+    }
+    assert!(inside > 0, "no call inside its stage's span");
+}
