@@ -348,6 +348,8 @@ fn a_timeline_samples_every_epoch_with_cumulative_counts() {
         && w[0].stages[0].elements_out <= w[1].stages[0].elements_out));
     let last = data.samples.last().unwrap();
     assert_eq!(last.elements, 376);
+    // Records through the batch dimension, both epochs.
+    assert_eq!(last.records, Some(6000));
     assert_eq!(last.stages[0].elements_out, 6000);
     assert!(last.stages[1].busy_seconds > 0.0);
     assert_eq!(data.events.iter().filter(|e| e.kind == "epoch").count(), 2);

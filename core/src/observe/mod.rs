@@ -35,12 +35,14 @@ pub(crate) fn sampler_sources(
     stats: &std::sync::Arc<crate::metrics::StatsRegistry>,
     autotune: &std::sync::Arc<crate::autotune::Autotuner>,
     ledger: &std::sync::Arc<crate::run::ByteLedger>,
+    elastic: &std::sync::Arc<crate::elastic::run::ElasticRun>,
 ) -> Sources {
     Sources {
         epoch,
         stats: std::sync::Arc::clone(stats),
         autotune: std::sync::Arc::clone(autotune),
         ledger: std::sync::Arc::clone(ledger),
+        elastic: std::sync::Arc::clone(elastic),
     }
 }
 pub use tensorboard::TensorBoardWriter;

@@ -29,6 +29,8 @@ pub(crate) struct Sources {
     pub(crate) stats: Arc<StatsRegistry>,
     pub(crate) autotune: Arc<Autotuner>,
     pub(crate) ledger: Arc<ByteLedger>,
+    /// The epoch's records, when followed.
+    pub(crate) elastic: Arc<crate::elastic::run::ElasticRun>,
 }
 
 impl Sampler {
@@ -175,7 +177,19 @@ impl Run {
                         value,
                     })
                     .collect();
-                t.sample(self.s.epoch, &snapshot.stages, produced, buffered, knobs);
+                let records = self
+                    .s
+                    .elastic
+                    .tracking()
+                    .and_then(|t| t.progress.counts())
+                    .map(|c| c.fates[0]);
+                t.sample(
+                    self.s.epoch,
+                    &snapshot.stages,
+                    (produced, records),
+                    buffered,
+                    knobs,
+                );
             }
         }
     }

@@ -8,7 +8,8 @@
 //!
 //! | Tag | Value |
 //! |---|---|
-//! | `pipeline/elements_per_s` | elements the pipeline produced per second since the sample before |
+//! | `pipeline/elements_per_s` | elements the pipeline produced per second since the sample before (batches, when it batches) |
+//! | `pipeline/records_per_s` | records delivered per second, through the batch dimension (when the run follows its records) |
 //! | `pipeline/buffered_mb` | MB the run's buffers hold |
 //! | `pipeline/bottleneck_stage` | the number of the stage the pipeline waited on most since the sample before (-1: none) |
 //! | `stage/NN_NAME/elements_per_s` | elements the stage handed out per second |
@@ -126,6 +127,12 @@ pub(crate) fn scalars(
         "pipeline/elements_per_s".to_string(),
         (sample.elements.saturating_sub(elements_before) as f64 / dt) as f32,
     ));
+    if let (Some(r), before) = (sample.records, previous.and_then(|p| p.records)) {
+        out.push((
+            "pipeline/records_per_s".to_string(),
+            (r.saturating_sub(before.unwrap_or(0)) as f64 / dt) as f32,
+        ));
+    }
     out.push((
         "pipeline/buffered_mb".to_string(),
         (sample.buffered_bytes as f64 / 1e6) as f32,

@@ -76,8 +76,12 @@ pub struct Sample {
     pub t: f64,
     /// The epoch running (0-based).
     pub epoch: u64,
-    /// Elements the pipeline produced so far.
+    /// Elements the pipeline produced so far (batches, when it batches).
     pub elements: u64,
+    /// Records delivered so far, counted through the batch dimension (a batch of 64 rows
+    /// is 64), when the run follows its records (see `RecordAccount`); `None` otherwise.
+    #[serde(default)]
+    pub records: Option<u64>,
     /// Bytes the run's buffers hold now (the byte ledger).
     pub buffered_bytes: u64,
     /// The stage the pipeline waited on most since the sample before (its number).
@@ -173,10 +177,12 @@ struct State {
     /// Totals of the epochs that ended, per stage, and their elements.
     before: BTreeMap<usize, StageSample>,
     elements_before: u64,
+    records_before: u64,
     /// The running epoch's counters at the last sample (for the interval's bottleneck),
     /// and the epoch's own elements then.
     last_epoch: BTreeMap<usize, StageSample>,
     last_elements: u64,
+    last_records: u64,
 }
 
 impl Timeline {
@@ -240,7 +246,7 @@ impl Timeline {
         &self,
         epoch: u64,
         stages: &[StageStats],
-        elements: u64,
+        (elements, records): (u64, Option<u64>),
         buffered_bytes: u64,
         knobs: Vec<KnobSample>,
     ) {
@@ -273,10 +279,12 @@ impl Timeline {
             let epoch_samples: Vec<StageSample> = stages.iter().map(stage_sample).collect();
             state.last_epoch = epoch_samples.iter().map(|x| (x.index, x.clone())).collect();
             state.last_elements = elements;
+            state.last_records = records.unwrap_or(0);
             let sample = Sample {
                 t,
                 epoch,
                 elements: state.elements_before + elements,
+                records: records.map(|r| state.records_before + r),
                 buffered_bytes,
                 bottleneck,
                 stages: epoch_samples
@@ -314,6 +322,7 @@ impl Timeline {
                 state.before.insert(i, sum);
             }
             state.elements_before += std::mem::take(&mut state.last_elements);
+            state.records_before += std::mem::take(&mut state.last_records);
         }
         for sink in self.inner.sinks.locked().iter_mut() {
             sink.flush();
@@ -366,16 +375,36 @@ mod tests {
     #[test]
     fn samples_accumulate_over_epochs_and_name_the_interval_bottleneck() {
         let t = Timeline::new(TimelineConfig::default());
-        t.sample(0, &[stage(0, 10, 1.0), stage(1, 10, 0.5)], 10, 0, vec![]);
+        t.sample(
+            0,
+            &[stage(0, 10, 1.0), stage(1, 10, 0.5)],
+            (10, Some(10)),
+            0,
+            vec![],
+        );
         // Since then stage 1 caused more waiting than stage 0.
-        t.sample(0, &[stage(0, 20, 1.1), stage(1, 20, 2.0)], 20, 0, vec![]);
+        t.sample(
+            0,
+            &[stage(0, 20, 1.1), stage(1, 20, 2.0)],
+            (20, Some(20)),
+            0,
+            vec![],
+        );
         t.end_epoch();
-        t.sample(1, &[stage(0, 5, 0.0), stage(1, 5, 0.0)], 5, 0, vec![]);
+        t.sample(
+            1,
+            &[stage(0, 5, 0.0), stage(1, 5, 0.0)],
+            (5, None),
+            0,
+            vec![],
+        );
         let d = t.data();
         let b: Vec<Option<usize>> = d.samples.iter().map(|s| s.bottleneck).collect();
         assert_eq!(b, [Some(0), Some(1), None]);
         let last = d.samples.last().unwrap();
         assert_eq!((last.epoch, last.elements), (1, 25));
+        // Records are counted when the run follows them (the last epoch did not).
+        assert_eq!((d.samples[1].records, last.records), (Some(20), None));
         assert_eq!(last.stages[0].elements_out, 25);
         assert_eq!(d.stages.len(), 2);
     }
@@ -387,7 +416,7 @@ mod tests {
             max_samples: 8,
         });
         for i in 0..100 {
-            t.sample(0, &[stage(0, i, 0.0)], i, 0, vec![]);
+            t.sample(0, &[stage(0, i, 0.0)], (i, None), 0, vec![]);
         }
         let d = t.data();
         assert!(d.samples.len() < 8, "{}", d.samples.len());

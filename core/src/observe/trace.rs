@@ -225,7 +225,11 @@ impl Tracer {
     }
 
     fn push(&self, local: &Local, event: Event) {
-        self.inner.events.fetch_add(1, Relaxed);
+        // Threads racing past `with_local`'s check: only the first `max_events` push.
+        if self.inner.events.fetch_add(1, Relaxed) >= self.inner.config.max_events {
+            self.inner.dropped.fetch_add(1, Relaxed);
+            return;
+        }
         local.buf.events.locked().push(event);
     }
 

@@ -142,7 +142,7 @@ impl PipelineIter {
         });
         let sampler = crate::observe::Sampler::start(
             &observe,
-            crate::observe::sampler_sources(epoch, &stats, &autotune, &ledger),
+            crate::observe::sampler_sources(epoch, &stats, &autotune, &ledger, &elastic),
             shutdown,
         );
         *state.last.locked() = Some((
