@@ -289,9 +289,19 @@ fn epoch_markers(r: &Run, which: Option<usize>) -> Vec<(f64, String)> {
         .collect()
 }
 
-/// What the timeline counts as the pipeline's output: `batches` when it ends in a batch
-/// (its samples count the batches, the run's totals their rows), else `elements`.
+/// Whether the samples count records delivered (through the batch dimension): every one
+/// has `records` (runs that follow their records, from a Sluice that counts them).
+fn counts_records(r: &Run) -> bool {
+    !r.samples().is_empty() && r.samples().iter().all(|s| s.records.is_some())
+}
+
+/// What the timeline counts as the pipeline's output: `records` when the samples count
+/// them (rows through the batch dimension), `batches` when it ends in a batch (its samples
+/// count the batches, the run's totals their rows), else `elements`.
 fn output_unit(r: &Run) -> &'static str {
+    if counts_records(r) {
+        return "records";
+    }
     let last = r.samples().last().map_or(0, |s| s.elements);
     if r.batches > 0 && last == r.batches && r.elements > r.batches {
         "batches"
@@ -302,7 +312,7 @@ fn output_unit(r: &Run) -> &'static str {
 
 fn throughput(p: &mut Page, runs: &[Run]) {
     p.h2("throughput", "Throughput over time");
-    p.s.push_str("<p>The pipeline's output per second (batches per second when it ends in a batch), averaged over a moving window (three of the run's output steps at least: a pipeline ending in a batch hands out its elements in bursts); dotted lines mark epochs.</p>");
+    p.s.push_str("<p>The pipeline's output per second (records, counted through the batch dimension, when the run follows its records; else batches per second when it ends in a batch), averaged over a moving window (three of the run's output steps at least: a pipeline ending in a batch hands out its elements in bursts); dotted lines mark epochs.</p>");
     let two = runs.len() == 2;
     let mut chart = LineChart {
         title: "Pipeline output".into(),
@@ -323,7 +333,11 @@ fn throughput(p: &mut Page, runs: &[Run]) {
                 ),
             ),
             color: run_color(i).into(),
-            points: rates(r.samples(), window(r), |s| Some(s.elements as f64)),
+            points: if counts_records(r) {
+                rates(r.samples(), window(r), |s| s.records.map(|n| n as f64))
+            } else {
+                rates(r.samples(), window(r), |s| Some(s.elements as f64))
+            },
             step: false,
             dashed: i == 1,
         });

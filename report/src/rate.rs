@@ -66,6 +66,7 @@ mod tests {
             t,
             epoch: 0,
             elements,
+            records: None,
             buffered_bytes: 0,
             bottleneck: None,
             stages: vec![],
