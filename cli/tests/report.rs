@@ -110,7 +110,8 @@ fn report_of_one_real_run_and_of_two_compared() {
         .success();
     let html = fs::read_to_string(&two).unwrap();
     assert!(html.contains("A and B compared"));
-    assert!(html.contains("A: a.json batches/s (") && html.contains("B: b.json batches/s ("));
+    // The samples count records through the batch dimension: throughput in records/s.
+    assert!(html.contains("A: a.json records/s (") && html.contains("B: b.json records/s ("));
     assert!(html.contains("A: image_ops#3") && html.contains("B: image_ops#3"));
     assert!(
         html.contains("B is faster") || html.contains("A is faster") || html.contains("as fast")
