@@ -41,6 +41,7 @@ from .errors import (
     SluiceError,
     UserCodeError,
 )
+from .observe import Observer, report
 from .pipeline import (
     Pipeline,
     PipelineIterator,
@@ -84,6 +85,8 @@ __all__ = [
     "sample_from_datasets",
     "choose_from_datasets",
     "storage_stats",
+    "Observer",
+    "report",
     "tfds",
     "SluiceError",
     "InvalidArgumentError",

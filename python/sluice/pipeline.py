@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
@@ -25,6 +26,9 @@ import numpy as np
 
 from . import _sluice
 from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from .observe import Observer
 
 __all__ = [
     "Pipeline",
@@ -817,6 +821,27 @@ class Pipeline:
     def stats_report(self) -> Optional[str]:
         """The latest run's statistics as ``sluice run`` prints them."""
         return self._dataset().stats_report()
+
+    def observe(
+        self,
+        trace: Optional[Union[str, "os.PathLike[str]"]] = None,
+        tensorboard: Optional[Union[str, "os.PathLike[str]"]] = None,
+        name: Optional[str] = None,
+    ) -> "Observer":
+        """Makes this pipeline's runs, every epoch from now on, report to the returned
+        :class:`sluice.observe.Observer`: always a timeline of their statistics (its
+        :meth:`~sluice.observe.Observer.save` writes the run JSON ``sluice report`` reads);
+        with ``trace``, a trace of every thread written to that file (Chrome trace event
+        format: https://ui.perfetto.dev) when the ``with`` block ends or on
+        ``write_trace()``; with ``tensorboard``, TensorBoard scalars written into that
+        directory as the run goes. ``sluice run --trace/--tensorboard/--json`` in Python."""
+        from .observe import Observer
+
+        inner = self._dataset().observe(
+            None if trace is None else os.fspath(trace),
+            None if tensorboard is None else os.fspath(tensorboard),
+        )
+        return Observer(inner, name)
 
     def adapt(self, features: Mapping[str, Any], out: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
         """Reads the pipeline once and learns, per feature, what the Keras stages load

@@ -15,6 +15,8 @@
 //! - [`callable`]: Python functions as `map`/`filter` stages and generators as sources.
 //! - [`transform`]: stages applied to batches that come from elsewhere (Ray Data's
 //!   `map_batches`), plugins loaded once.
+//! - [`observe`]: a run's trace, timeline and TensorBoard events (`Pipeline.observe`).
+//! - [`report`]: `sluice report`'s HTML page (`sluice.report`).
 //! - [`writer`]: TFRecord files of `tf.train.Example`s, whole under their name or absent.
 //! - [`errors`]: every Rust error as an instance of `sluice.errors`' hierarchy, with the
 //!   context the error carries.
@@ -27,7 +29,9 @@ mod callable;
 mod convert;
 mod errors;
 mod iterator;
+mod observe;
 mod pipeline;
+mod report;
 mod source;
 mod storage;
 mod transform;
@@ -41,6 +45,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<source::Source>()?;
     m.add_class::<pipeline::Built>()?;
     m.add_class::<iterator::Iter>()?;
+    m.add_class::<observe::Observer>()?;
     m.add_class::<transform::Transform>()?;
     m.add_class::<writer::TfRecordWriter>()?;
     m.add_function(wrap_pyfunction!(source::source_tfrecord, m)?)?;
@@ -59,5 +64,6 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pipeline::build, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::stage_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(storage::storage_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(report::render_report, m)?)?;
     Ok(())
 }

@@ -239,6 +239,18 @@ impl Built {
             .and_then(|s| serde_json::to_string(&s).ok())
     }
 
+    /// Makes this dataset's runs report to an observer: a timeline always, a trace into
+    /// `trace` (a file), TensorBoard events into `tensorboard` (a directory).
+    #[pyo3(signature = (trace=None, tensorboard=None))]
+    fn observe(
+        &self,
+        py: Python<'_>,
+        trace: Option<std::path::PathBuf>,
+        tensorboard: Option<std::path::PathBuf>,
+    ) -> PyResult<crate::observe::Observer> {
+        crate::observe::start(py, &self.dataset, trace, tensorboard)
+    }
+
     /// The latest run's report, as `sluice run` prints it.
     fn stats_report(&self) -> Option<String> {
         self.dataset.stats().map(|s| s.report())
