@@ -497,7 +497,10 @@ def table(runs, meta):
         f"{m.get('ram_gib', '?')} GiB RAM (kernel {m.get('kernel', '?')}); data `{meta.get('data', '?')}`; "
         f"medians of {meta.get('rounds', '?')} rounds, the systems alternating within each round, one "
         "process per run. Throughput: rows over each process's own iteration time (start-up and imports "
-        "left out). Peak RSS: the process and all its descendants, summed (psutil, polled every 20 ms).",
+        "left out). Peak RSS: " + (
+            "the largest single process's peak (wait4; psutil was missing)"
+            if meta.get("rss_method") == "wait4 ru_maxrss" else
+            "the process and all its descendants, summed (psutil, polled every 20 ms)") + ".",
         "",
     ]
     versions = meta.get("versions", {})
