@@ -59,10 +59,10 @@ mod tests {
         };
         let bytes = e.encode_to_vec();
         // wall_time (1, fixed64), step (2, varint), summary (5, length-delimited) with a
-        // value (1) holding tag (1) "a" and simple_value (2, fixed32) 2.0.
+        // value (1, 8 bytes) holding tag (1) "a" and simple_value (2, fixed32) 2.0.
         let mut want = vec![0x09];
         want.extend(1.5f64.to_le_bytes());
-        want.extend([0x10, 3, 0x2a, 9, 0x0a, 7, 0x0a, 1, b'a', 0x15]);
+        want.extend([0x10, 3, 0x2a, 10, 0x0a, 8, 0x0a, 1, b'a', 0x15]);
         want.extend(2.0f32.to_le_bytes());
         assert_eq!(bytes, want);
         assert_eq!(Event::decode(&bytes[..]).unwrap(), e);
