@@ -108,7 +108,8 @@ struct ThreadBuf {
 enum Event {
     Span {
         cat: &'static str,
-        name: Arc<str>,
+        /// `None` for a stage's span: the stage's name (kept once per stage) is written.
+        name: Option<Arc<str>>,
         ts: u64,
         dur: u64,
         stage: Option<usize>,
@@ -248,43 +249,41 @@ impl Tracer {
             self.ns(start),
             self.inner.config.min_span_gap.as_nanos() as u64,
         );
-        let recorded = self.with_local(|local| {
+        self.with_local(|local| {
             let i = match local.last.iter().position(|(s, _)| *s == stage) {
                 Some(i) => i,
                 None => {
+                    // The stage's first span on this thread: its name, kept once (spans
+                    // then carry only the stage's number: no shared lock or count per span).
+                    self.inner
+                        .stages
+                        .locked()
+                        .entry(stage)
+                        .or_insert_with(|| StageEntry {
+                            name: name.to_string(),
+                            ..StageEntry::default()
+                        });
                     local.last.push((stage, 0));
                     local.last.len() - 1
                 }
             };
             let last = local.last[i].1;
             if last != 0 && ts < last + gap {
-                return false;
+                return;
             }
             local.last[i].1 = ts.max(1);
             self.push(
                 local,
                 Event::Span {
                     cat: "stage",
-                    name: Arc::clone(name),
+                    name: None,
                     ts,
                     dur: end.saturating_duration_since(start).as_nanos() as u64,
                     stage: Some(stage),
                     elements,
                 },
             );
-            true
         });
-        if recorded == Some(true) {
-            self.inner
-                .stages
-                .locked()
-                .entry(stage)
-                .or_insert_with(|| StageEntry {
-                    name: name.to_string(),
-                    ..StageEntry::default()
-                })
-                .spans += 1;
-        }
     }
 
     /// Records a span of category `cat` (`wait`, `plugin`, ...) named `name`, of stage
@@ -304,7 +303,7 @@ impl Tracer {
                 local,
                 Event::Span {
                     cat,
-                    name: Arc::clone(name),
+                    name: Some(Arc::clone(name)),
                     ts,
                     dur: end.saturating_duration_since(start).as_nanos() as u64,
                     stage,
@@ -380,7 +379,31 @@ impl Tracer {
         let pid = std::process::id();
         let threads: Vec<Arc<ThreadBuf>> = self.inner.threads.locked().clone();
         let config = &self.inner.config;
-        let stages = self.inner.stages.locked().clone();
+        // Every thread's events (taken: a second write has only what came after), in time
+        // order; at equal starts the longer span first (it encloses the other).
+        let taken: Vec<Vec<Event>> = threads
+            .iter()
+            .map(|t| {
+                let mut events = std::mem::take(&mut *t.events.locked());
+                events.sort_by_key(|e| match e {
+                    Event::Span { ts, dur, .. } => (*ts, u64::MAX - dur),
+                    Event::Instant { ts, .. } | Event::Counter { ts, .. } => (*ts, 0),
+                });
+                events
+            })
+            .collect();
+        let mut stages = self.inner.stages.locked().clone();
+        for e in taken.iter().flatten() {
+            if let Event::Span {
+                name: None,
+                stage: Some(s),
+                ..
+            } = e
+                && let Some(entry) = stages.get_mut(s)
+            {
+                entry.spans += 1;
+            }
+        }
         let other = json!({
             "producer": concat!("sluice ", env!("CARGO_PKG_VERSION")),
             "sampling": format!(
@@ -419,14 +442,8 @@ impl Tracer {
             )?;
         }
         let us = |ns: u64| ns as f64 / 1e3;
-        for t in &threads {
-            let mut events = std::mem::take(&mut *t.events.locked());
-            // Time order; at equal starts the longer span first (it encloses the other).
-            events.sort_by_key(|e| match e {
-                Event::Span { ts, dur, .. } => (*ts, u64::MAX - dur),
-                Event::Instant { ts, .. } | Event::Counter { ts, .. } => (*ts, 0),
-            });
-            for e in &events {
+        for (t, events) in threads.iter().zip(&taken) {
+            for e in events {
                 let v = match e {
                     Event::Span {
                         cat,
@@ -443,7 +460,14 @@ impl Tracer {
                         if *elements > 0 {
                             args.insert("elements".into(), json!(elements));
                         }
-                        json!({"ph": "X", "cat": cat, "name": &**name, "pid": pid, "tid": t.tid,
+                        let name = match (name, stage) {
+                            (Some(n), _) => n.to_string(),
+                            (None, Some(s)) => stages
+                                .get(s)
+                                .map_or_else(|| format!("stage {s}"), |e| e.name.clone()),
+                            (None, None) => "span".to_string(),
+                        };
+                        json!({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": t.tid,
                                "ts": us(*ts), "dur": us(*dur), "args": args})
                     }
                     Event::Instant {
