@@ -64,6 +64,8 @@ pub mod decode;
 mod error;
 pub mod geometry;
 pub mod pointwise;
+#[cfg(feature = "turbojpeg")]
+pub mod turbo;
 
 pub use color::{
     adjust_brightness, adjust_brightness_contrast, adjust_contrast, adjust_hue, adjust_saturation,
