@@ -31,6 +31,7 @@
 //! # Ok::<(), sluice_proto::Error>(())
 //! ```
 
+mod chunks;
 mod compression;
 mod crc;
 mod reader;

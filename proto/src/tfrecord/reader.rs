@@ -5,9 +5,10 @@ use std::io::{self, Cursor, Read};
 use std::path::Path;
 use std::sync::Arc;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use flate2::read::{MultiGzDecoder, ZlibDecoder};
 
+use super::chunks;
 use super::compression::Compression;
 use super::crc::masked_crc32c;
 use crate::error::{Checksum, Error, Result};
@@ -20,8 +21,6 @@ pub const FOOTER_LEN: usize = 4;
 pub const DEFAULT_MAX_RECORD_LEN: u64 = 1 << 30;
 /// Default [`ReaderOptions::buffer_size`]: 256 KiB.
 pub const DEFAULT_BUFFER_SIZE: usize = 256 << 10;
-/// Smallest read `fill` offers the input (unless a record needs less).
-const MIN_READ_SIZE: usize = 8 << 10;
 /// How many skipped records a reader remembers individually (all are counted).
 pub const SKIPPED_LOG_LIMIT: usize = 1024;
 
@@ -125,9 +124,9 @@ impl<R: Read> Input<R> {
 
 /// A streaming reader of TFRecord files, byte-compatible with TensorFlow's `RecordReader`.
 ///
-/// It reads the input in large blocks into a shared buffer and hands out each record as a
-/// [`Bytes`] slice of it, so records are neither copied nor allocated one by one; the buffer
-/// is reused once the records handed out are dropped. Both checksums of every record are
+/// It reads the input in large blocks into a buffer (a chunk) and hands out each record as a
+/// [`Bytes`] slice of it, so records are neither copied nor allocated one by one; a chunk is
+/// recycled (by any reader of the process) once the records handed out from it are dropped. Both checksums of every record are
 /// verified. It is an [`Iterator`] of `Result<Record>` that ends after the first error (or at
 /// the clean end of the stream: zero bytes left at a record boundary).
 ///
@@ -152,14 +151,16 @@ pub struct TfRecordReader<R: Read> {
     name: Arc<str>,
     options: ReaderOptions,
     compression: Compression,
-    /// Unconsumed bytes of the uncompressed stream; `buf[0]` is at stream offset `offset`.
-    buf: BytesMut,
+    /// Unconsumed bytes of the uncompressed stream, a slice of the current chunk; `buf[0]`
+    /// is at stream offset `offset`.
+    buf: Bytes,
     offset: u64,
     index: u64,
     eof: bool,
+    /// An input error that came after the bytes `buf` ends with: reported when more bytes
+    /// are needed (the records before it are returned first).
+    failed: Option<Error>,
     done: bool,
-    /// How many bytes to offer the next read (see `fill`).
-    read_size: usize,
     records: u64,
     record_bytes: u64,
     skipped: u64,
@@ -189,12 +190,12 @@ impl<R: Read> TfRecordReader<R> {
             name: name.into(),
             options,
             compression: options.compression,
-            buf: BytesMut::new(),
+            buf: Bytes::new(),
             offset: 0,
             index: 0,
             eof: false,
+            failed: None,
             done: false,
-            read_size: options.buffer_size,
             records: 0,
             record_bytes: 0,
             skipped: 0,
@@ -267,7 +268,7 @@ impl<R: Read> TfRecordReader<R> {
         if !matches!(result, Ok(Some(_))) {
             self.done = true;
             // Release the buffer: a finished reader holds no memory.
-            self.buf = BytesMut::new();
+            self.buf = Bytes::new();
         }
         result
     }
@@ -351,12 +352,8 @@ impl<R: Read> TfRecordReader<R> {
                     }
                 }
             }
-            // Trimming the `BytesMut` before freezing it costs no reference count, as
-            // `Bytes::slice` would.
-            let mut data = self.buf.split_to(total);
-            data.advance(HEADER_LEN);
-            data.truncate(data_len);
-            let data = data.freeze();
+            let data = self.buf.slice(HEADER_LEN..HEADER_LEN + data_len);
+            self.buf.advance(total);
             self.records += 1;
             self.record_bytes += length;
             return Ok(Some(Record {
@@ -405,7 +402,7 @@ impl<R: Read> TfRecordReader<R> {
             }
             Compression::None | Compression::Auto => {
                 // The prefix is already part of the uncompressed stream.
-                self.buf.extend_from_slice(&prefix);
+                self.buf = Bytes::from(prefix);
                 Input::Plain(raw)
             }
         });
@@ -413,57 +410,65 @@ impl<R: Read> TfRecordReader<R> {
     }
 
     /// Reads until `buf` holds at least `n` bytes or the input ends.
+    ///
+    /// Each round takes a chunk (see [`chunks`]), copies the unconsumed bytes to its start
+    /// (at most one partial record, as `n` is at most one record's size) and reads into the
+    /// rest: from a file until the chunk is full (one `read` call, usually), from a
+    /// decompressor until it is full too (a GZIP/ZLIB decoder returns ~32 KiB a call, and a
+    /// chunk a record pins should be full of records, not mostly empty), from other inputs
+    /// (a pipe, a socket) until `n` bytes are there and a read returns less than it was
+    /// offered (more may not come soon). The chunk is then frozen: the records are slices of it.
     fn fill(&mut self, n: usize) -> Result<()> {
         while self.buf.len() < n && !self.eof {
+            if let Some(error) = self.failed.take() {
+                return Err(error);
+            }
             let len = self.buf.len();
-            // `reserve` reclaims the allocation when the records handed out from it have been
-            // dropped, so steady-state reading does not allocate.
-            // Grow at most by doubling per read, so a header claiming a huge length allocates
-            // only as its data actually arrives, never the claimed size up front.
-            let grow = (n - len).min(len).max(self.options.buffer_size).max(1);
-            self.buf.reserve(grow);
-            // Safe code must initialize the bytes it reads into, and zeroing costs about as
-            // much as copying. So offer the input about as much as its last read returned
-            // (doubling while it fills all it is offered), and never less than `n` needs.
-            // Files and slices fill what they are offered, so they read the whole capacity; a
-            // GZIP/ZLIB decoder returns ~32 KiB a call (a pipe at most 64 KiB), and zeroing
-            // the whole spare capacity for each such read took a third of the time of reading
-            // a GZIP stream of incompressible records.
-            let spare = self.buf.capacity() - len;
-            let want = spare.min(self.read_size.max(n - len));
-            self.buf.resize(len + want, 0);
+            // Grow at most by doubling per round, so a header claiming a huge length
+            // allocates only as its data actually arrives, never the claimed size up front.
+            let size = len + (n - len).min(len).max(self.options.buffer_size).max(1);
+            let mut chunk = chunks::take(size);
+            chunk[..len].copy_from_slice(&self.buf);
+            let compressed = !matches!(self.input, Some(Input::Plain(_)));
             let input = self.input.as_mut().expect("started");
-            match input.read(&mut self.buf[len..]) {
-                Ok(0) => {
-                    self.buf.truncate(len);
-                    self.eof = true;
+            let mut filled = len;
+            let result = loop {
+                let offered = size - filled;
+                match input.read(&mut chunk[filled..size]) {
+                    Ok(0) => {
+                        self.eof = true;
+                        break Ok(());
+                    }
+                    Ok(k) => {
+                        filled += k;
+                        if filled == size || (filled >= n && k < offered && !compressed) {
+                            break Ok(());
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(error) => break Err(error),
                 }
-                Ok(k) => {
-                    self.buf.truncate(len + k);
-                    self.read_size = if k >= want {
-                        self.read_size.max(want.saturating_mul(2))
-                    } else {
-                        k.max(MIN_READ_SIZE)
-                    };
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.buf.truncate(len),
-                Err(error) => {
-                    self.buf.truncate(len);
-                    let file = self.name.to_string();
-                    let offset = self.offset + len as u64;
-                    return Err(match self.compression {
-                        Compression::Gzip | Compression::Zlib => Error::Decompress {
-                            file,
-                            compression: self.compression.name(),
-                            offset,
-                            error,
-                        },
-                        _ => Error::Io {
-                            file,
-                            offset,
-                            error,
-                        },
-                    });
+            };
+            self.buf = chunks::freeze(chunk, filled);
+            if let Err(error) = result {
+                let file = self.name.to_string();
+                let offset = self.offset + filled as u64;
+                self.failed = Some(match self.compression {
+                    Compression::Gzip | Compression::Zlib => Error::Decompress {
+                        file,
+                        compression: self.compression.name(),
+                        offset,
+                        error,
+                    },
+                    _ => Error::Io {
+                        file,
+                        offset,
+                        error,
+                    },
+                });
+                // Reported now unless the bytes read before it are enough for now.
+                if filled < n {
+                    return Err(self.failed.take().expect("just set"));
                 }
             }
         }
