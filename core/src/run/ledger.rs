@@ -462,10 +462,19 @@ impl Account {
     }
 
     /// Swaps `from` bytes this buffer held for `to` (a worker's outputs for its inputs).
+    ///
+    /// Only the difference moves: adding the outputs before releasing the inputs would
+    /// count a job twice for a moment, and the high-water mark would see it (with every
+    /// worker swapping at once, up to one extra job per worker past the budget).
     pub(crate) fn swap(&self, from: u64, to: u64) {
-        self.held.fetch_add(to, AcqRel);
-        self.ledger.add(to);
-        self.release(from);
+        let from = from.min(self.held());
+        if to >= from {
+            self.held.fetch_add(to - from, AcqRel);
+            self.ledger.add(to - from);
+        } else {
+            self.held.fetch_sub(from - to, AcqRel);
+            self.ledger.sub(from - to);
+        }
     }
 
     /// Hands `n` bytes over to the thread taking an element out of this buffer: they stay
@@ -543,6 +552,31 @@ mod tests {
         assert_eq!(ledger.usage().high_water, 140);
         drop(a);
         assert_eq!(ledger.held(), 0);
+    }
+
+    #[test]
+    fn a_swap_moves_only_the_difference_so_the_high_water_mark_never_counts_a_job_twice() {
+        // A worker's outputs for its inputs: 90 reserved for the job, 90 of output, at a
+        // total of 100 (the budget). Adding before releasing would have shown 190.
+        let ledger = ByteLedger::new(100);
+        let work = Account::new(&ledger, "map#1".into());
+        let other = Account::new(&ledger, "prefetch#2".into());
+        assert!(other.try_reserve(10));
+        assert!(work.try_reserve(90));
+        work.swap(90, 90);
+        assert_eq!((ledger.held(), work.held()), (100, 90));
+        assert_eq!(ledger.usage().high_water, 100);
+        // Outputs larger than the inputs add the difference, smaller ones release it.
+        work.swap(90, 95);
+        assert_eq!(
+            (ledger.held(), work.held(), ledger.usage().high_water),
+            (105, 95, 105)
+        );
+        work.swap(95, 5);
+        assert_eq!((ledger.held(), work.held()), (15, 5));
+        // Never more than the buffer holds.
+        work.swap(50, 0);
+        assert_eq!((ledger.held(), work.held()), (10, 0));
     }
 
     #[test]
