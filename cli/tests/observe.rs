@@ -19,18 +19,24 @@ fn example_file(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
-/// `sluice demo --keep DIR`: 16 images and the demo's WASM module in `DIR`.
-fn demo_data() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let out = sluice()
-        .args(["demo", "--images", "16", "--keep"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+/// Runs `sluice ARGS...`, which must succeed; returns its stdout.
+fn succeeds(cmd: &mut Command) -> Vec<u8> {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `sluice demo --keep DIR`: 16 images and the demo's WASM module in `DIR`.
+fn demo_data() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    succeeds(
+        sluice()
+            .args(["demo", "--images", "16", "--keep"])
+            .arg(dir.path()),
     );
     dir
 }
@@ -41,26 +47,21 @@ fn a_run_writes_a_trace_tensorboard_events_and_its_timeline() {
     let work = tempfile::tempdir().unwrap();
     let trace = work.path().join("trace.json");
     let board = work.path().join("tb");
-    let out = sluice()
-        .arg("run")
-        .arg(example_file("wasm_augment.toml"))
-        .arg("--data")
-        .arg(data.path())
-        .arg("--plugin-dir")
-        .arg(data.path())
-        .arg("--trace")
-        .arg(&trace)
-        .arg("--tensorboard")
-        .arg(&board)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = succeeds(
+        sluice()
+            .arg("run")
+            .arg(example_file("wasm_augment.toml"))
+            .arg("--data")
+            .arg(data.path())
+            .arg("--plugin-dir")
+            .arg(data.path())
+            .arg("--trace")
+            .arg(&trace)
+            .arg("--tensorboard")
+            .arg(&board)
+            .arg("--json"),
     );
-    let run: Value = serde_json::from_slice(&out.stdout).expect("--json prints one object");
+    let run: Value = serde_json::from_slice(&stdout).expect("--json prints one object");
 
     // The trace: JSON in the trace event format, every stage's spans, the WASM calls.
     let t: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
@@ -125,19 +126,14 @@ fn a_run_writes_a_trace_tensorboard_events_and_its_timeline() {
 #[test]
 fn the_table_shows_p50_and_p99_and_explains_the_bottleneck() {
     let data = demo_data();
-    let out = sluice()
-        .arg("run")
-        .arg(example_file("gen_augment.toml"))
-        .arg("--data")
-        .arg(data.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = succeeds(
+        sluice()
+            .arg("run")
+            .arg(example_file("gen_augment.toml"))
+            .arg("--data")
+            .arg(data.path()),
     );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = String::from_utf8(stdout).unwrap();
     let header = text
         .lines()
         .find(|l| l.contains("busy%"))
