@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::histogram::{TimeDistribution, TimeHistogram};
 use crate::sync::LockExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Live counters of one running stage. Cheap to update from any thread (relaxed atomics).
 #[derive(Debug, Default)]
@@ -113,8 +113,10 @@ impl StageMetrics {
     }
 }
 
-/// A snapshot of one stage's statistics.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// A snapshot of one stage's statistics. Deserializes from what it serializes to, every
+/// field defaulted when missing (JSON of older runs: `sluice report` reads it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct StageStats {
     /// Index of the stage in the pipeline (sources first).
     pub index: usize,
@@ -173,24 +175,7 @@ impl StageStats {
         StageStats {
             index,
             name: name.to_string(),
-            elements_in: 0,
-            elements_out: 0,
-            bytes_out: 0,
-            busy_seconds: 0.0,
-            wait_upstream_seconds: 0.0,
-            wait_downstream_seconds: 0.0,
-            consumer_wait_seconds: 0.0,
-            caused_wait_seconds: 0.0,
-            workers: 0,
-            row_threads: 0,
-            busy_fraction: 0.0,
-            buffer_len: 0,
-            buffer_capacity: 0,
-            buffer_mean: 0.0,
-            skipped: 0,
-            element_p50_seconds: None,
-            element_p99_seconds: None,
-            element_times: TimeDistribution::default(),
+            ..StageStats::default()
         }
     }
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::autotune::{Autotuner, Decision, KnobKind};
 use crate::metrics::StatsRegistry;
@@ -65,7 +65,8 @@ pub struct PipelineStats {
 /// assert_eq!((r.skipped, r.unfinished), (0, 0));
 /// assert!(r.balances());
 /// ```
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct RecordAccount {
     /// Records read (marked at a unit point, or skipped under the skip error policy at or
     /// below one, before being marked: a corrupt record a reader skipped).

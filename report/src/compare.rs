@@ -3,7 +3,7 @@
 //! bottleneck).
 
 use crate::format::{maybe_seconds, number, percent, seconds};
-use crate::run::{Run, Stage};
+use crate::run::{Run, Stage, StageExt};
 
 /// One line of the differences table.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,8 +132,8 @@ pub fn compare(a: &Run, b: &Run) -> Comparison {
         };
         rows.push(DiffRow {
             what: format!("{id} busy"),
-            a: format!("{} of {}", percent(sa.busy_fraction), sa.threads()),
-            b: format!("{} of {}", percent(sb.busy_fraction), sb.threads()),
+            a: format!("{} of {}", percent(sa.busy_fraction), sa.thread_count()),
+            b: format!("{} of {}", percent(sb.busy_fraction), sb.thread_count()),
             change: change(sa.busy_fraction, sb.busy_fraction),
         });
         for (name, pa, pb) in [

@@ -3,7 +3,7 @@
 //! The rules are in [`explain`]'s documentation.
 
 use crate::format::{maybe_seconds, number, percent, seconds};
-use crate::run::{Run, Stage};
+use crate::run::{Run, Stage, StageExt};
 
 /// Busy share from which a stage counts as working all the time.
 pub(crate) const BUSY: f64 = 0.8;
@@ -115,7 +115,7 @@ pub fn explain(run: &Run) -> Explanation {
         };
     };
     let share = b.caused_wait_seconds / total;
-    let threads = b.threads();
+    let threads = b.thread_count();
     let id = b.id();
     let mut facts = vec![format!(
         "{id} caused {} of all the waiting in the pipeline ({} of {}).",

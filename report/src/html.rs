@@ -8,7 +8,7 @@ use crate::compare::compare;
 use crate::explain::explain;
 use crate::format::{bytes, escape, maybe_seconds, number, percent, seconds};
 use crate::rate::{rates, window};
-use crate::run::Run;
+use crate::run::{Run, StageExt};
 use crate::svg::{Bar, Bars, LineChart, Series, Strip, StripRow, color};
 
 const CSS: &str = r#"
@@ -608,7 +608,7 @@ fn stage_table(p: &mut Page, r: &Run, which: Option<usize>) {
             star,
             s.elements_in,
             s.elements_out,
-            s.threads(),
+            s.thread_count(),
             percent(s.busy_fraction),
             escape(&maybe_seconds(s.element_p50_seconds)),
             escape(&maybe_seconds(s.element_p99_seconds)),

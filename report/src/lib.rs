@@ -58,4 +58,4 @@ pub use compare::{Comparison, DiffRow, compare};
 pub use error::Error;
 pub use explain::{Explanation, Finding, explain};
 pub use html::render;
-pub use run::{Decision, Records, Run, Stage};
+pub use run::{Decision, Records, Run, Stage, StageExt};

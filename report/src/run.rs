@@ -56,77 +56,29 @@ pub struct Run {
     pub timeline: Option<TimelineData>,
 }
 
-/// The record account of a run (`sluice_core::RecordAccount`).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct Records {
-    /// Records read.
-    pub read: u64,
-    /// Delivered in the output.
-    pub delivered: u64,
-    /// Failed under the skip policy.
-    pub skipped: u64,
-    /// Left out by a predicate or function.
-    pub filtered: u64,
-    /// Left out by a stage's own rule.
-    pub dropped: u64,
-    /// Not done when the run ended.
-    pub unfinished: u64,
-}
+/// The record account of a run: core's [`RecordAccount`](sluice_core::RecordAccount),
+/// read back with every field defaulted when missing.
+pub type Records = sluice_core::RecordAccount;
 
-/// One stage's statistics over the run (`sluice_core::StageStats`).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct Stage {
-    /// Its number.
-    pub index: usize,
-    /// Its kind (`map`, `prefetch`, `plugin:noise`).
-    pub name: String,
-    /// Elements taken from upstream.
-    pub elements_in: u64,
-    /// Elements handed downstream.
-    pub elements_out: u64,
-    /// Bytes handed downstream.
-    pub bytes_out: u64,
-    /// Time at work, summed over its threads.
-    pub busy_seconds: f64,
-    /// Time waiting on its input (starved).
-    pub wait_upstream_seconds: f64,
-    /// Time blocked on a full output buffer.
-    pub wait_downstream_seconds: f64,
-    /// Time its consumer waited on it.
-    pub consumer_wait_seconds: f64,
-    /// The waiting in the pipeline it caused (the bottleneck has the most).
-    pub caused_wait_seconds: f64,
-    /// Worker threads (0: on its consumer's thread).
-    pub workers: u64,
-    /// Row threads its batches run on.
-    pub row_threads: u64,
-    /// Busy time as a share of its threads' wall time.
-    pub busy_fraction: f64,
-    /// Output buffer's last occupancy.
-    pub buffer_len: u64,
-    /// Output buffer's capacity (0: no buffer).
-    pub buffer_capacity: u64,
-    /// Output buffer's mean occupancy.
-    pub buffer_mean: f64,
-    /// Elements skipped.
-    pub skipped: u64,
-    /// Median time of its own work per element, seconds.
-    pub element_p50_seconds: Option<f64>,
-    /// 99th percentile of the same.
-    pub element_p99_seconds: Option<f64>,
-}
+/// One stage's statistics over the run: core's [`StageStats`](sluice_core::StageStats),
+/// read back with every field defaulted when missing (older JSON has no percentiles).
+pub type Stage = sluice_core::StageStats;
 
-impl Stage {
+/// What the report asks of a [`Stage`] beyond its statistics.
+pub trait StageExt {
     /// The threads it works on: its workers, else its row threads, else one (its
     /// consumer's).
-    pub fn threads(&self) -> u64 {
-        self.workers.max(self.row_threads).max(1)
+    fn thread_count(&self) -> u64;
+    /// `name#index`, as autotune and errors name a stage.
+    fn id(&self) -> String;
+}
+
+impl StageExt for Stage {
+    fn thread_count(&self) -> u64 {
+        self.threads().max(1)
     }
 
-    /// `name#index`, as autotune and errors name a stage.
-    pub fn id(&self) -> String {
+    fn id(&self) -> String {
         format!("{}#{}", self.name, self.index)
     }
 }
