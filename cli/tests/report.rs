@@ -2,61 +2,18 @@
 //! of one run and of two compared; old JSON without a timeline; bad input.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use predicates::str::contains;
 use serde_json::Value;
 
-fn sluice() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-}
+mod support;
 
-fn pipeline() -> String {
-    format!(
-        "{}/../examples/pipelines/gen_augment.toml",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
-
-/// Generated JPEG shards in `dir/data`.
-fn data(dir: &Path) -> PathBuf {
-    let data = dir.join("data");
-    sluice()
-        .args([
-            "gen", "--images", "128", "--size", "256", "--shards", "2", "--out",
-        ])
-        .arg(&data)
-        .assert()
-        .success();
-    data
-}
-
-/// `sluice run gen_augment.toml --json` with `extra` arguments, written to `dir/NAME`.
-fn run_json(dir: &Path, data: &Path, name: &str, extra: &[&str]) -> PathBuf {
-    let out = sluice()
-        .arg("run")
-        .arg(pipeline())
-        .arg("--data")
-        .arg(data)
-        .arg("--json")
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = dir.join(name);
-    fs::write(&path, &out.stdout).unwrap();
-    path
-}
+use support::{gen_data, run_json, sluice};
 
 #[test]
 fn report_of_one_real_run_and_of_two_compared() {
     let dir = tempfile::tempdir().unwrap();
-    let data = data(dir.path());
+    let data = gen_data(dir.path(), 128, 2);
     let a = run_json(dir.path(), &data, "a.json", &[]);
     let b = run_json(dir.path(), &data, "b.json", &["--epochs", "2"]);
 
@@ -124,7 +81,7 @@ fn report_of_one_real_run_and_of_two_compared() {
 #[test]
 fn default_output_old_json_and_bad_input() {
     let dir = tempfile::tempdir().unwrap();
-    let data = data(dir.path());
+    let data = gen_data(dir.path(), 128, 2);
     let run = run_json(dir.path(), &data, "run.json", &["--take", "64"]);
 
     // JSON from before timelines (no timeline, no version) renders what it has.

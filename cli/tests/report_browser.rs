@@ -19,7 +19,6 @@ use std::process::{Child, Command as Process, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use base64::Engine;
 use serde_json::{Value, json};
 use tungstenite::stream::MaybeTlsStream;
@@ -31,9 +30,9 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 const WIDTH: u32 = 1000;
 const HEIGHT: u32 = 1250;
 
-fn sluice() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-}
+mod support;
+
+use support::{gen_data, run_json, sluice};
 
 /// The Chromium to run: `SLUICE_CHROMIUM`, else Debian's `/usr/bin/chromium`, else
 /// `chromium` on the PATH. Panics with how to install it.
@@ -358,38 +357,10 @@ fn pixels(png: &[u8]) -> (u32, u32, usize, f64) {
     (img.width(), img.height(), colours.len(), inked as f64 / n)
 }
 
-fn run_json(dir: &Path, data: &Path, name: &str, extra: &[&str]) -> PathBuf {
-    let pipeline = format!(
-        "{}/../examples/pipelines/gen_augment.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let out = sluice()
-        .args(["run", &pipeline, "--json", "--data"])
-        .arg(data)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = dir.join(name);
-    std::fs::write(&path, &out.stdout).unwrap();
-    path
-}
-
 #[test]
 fn report_pages_render_in_headless_chromium_without_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    sluice()
-        .args([
-            "gen", "--images", "192", "--size", "256", "--shards", "3", "--out",
-        ])
-        .arg(&data)
-        .assert()
-        .success();
+    let data = gen_data(dir.path(), 192, 3);
     let a = run_json(dir.path(), &data, "a.json", &["--epochs", "2"]);
     let b = run_json(dir.path(), &data, "b.json", &[]);
     let one = dir.path().join("one.html");
