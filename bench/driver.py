@@ -197,31 +197,12 @@ def measure(cmd, timeout, env=None):
     busy0 = busy_seconds() if psutil else 0.0
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO, start_new_session=True)
-    peak = [0]
-    done = threading.Event()
+    rss = None
+    if psutil:
+        from tree_rss import TreePeakRss
 
-    def poll():
-        try:
-            p = psutil.Process(proc.pid)
-        except psutil.Error:
-            return
-        tree, listed = [p], 0.0
-        while not done.is_set():
-            now = time.monotonic()
-            if now - listed >= 0.2:
-                try:
-                    tree = [p] + p.children(recursive=True)
-                except psutil.Error:
-                    pass
-                listed = now
-            rss = 0
-            for c in tree:
-                try:
-                    rss += c.memory_info().rss
-                except psutil.Error:
-                    pass
-            peak[0] = max(peak[0], rss)
-            done.wait(0.02)
+        rss = TreePeakRss(proc.pid)
+    done = threading.Event()
 
     def kill_on_timeout():
         if not done.wait(timeout):
@@ -232,17 +213,14 @@ def measure(cmd, timeout, env=None):
                 pass
 
     timed_out = [False]
-    threads = [threading.Thread(target=kill_on_timeout, daemon=True)]
-    if psutil:
-        threads.append(threading.Thread(target=poll, daemon=True))
-    for th in threads:
-        th.start()
+    killer = threading.Thread(target=kill_on_timeout, daemon=True)
+    killer.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     busy = busy_seconds() - busy0 if psutil else None
     done.set()
-    for th in threads:
-        th.join()
+    killer.join()
+    peak = rss.stop() if rss else 0
     if not timed_out[0]:
         # Descendants left behind (a worker not joined) are ended with the group.
         try:
@@ -256,7 +234,7 @@ def measure(cmd, timeout, env=None):
     out.seek(0)
     err.seek(0)
     return {"exit": os.waitstatus_to_exitcode(status), "stdout": out.read(), "stderr": err.read(),
-            "peak_rss": max(peak[0], usage.ru_maxrss * 1024), "process_seconds": wall, "cpu_seconds": cpu,
+            "peak_rss": max(peak, usage.ru_maxrss * 1024), "process_seconds": wall, "cpu_seconds": cpu,
             "other_cpu_seconds": other, "timed_out": timed_out[0]}
 
 

@@ -70,7 +70,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -150,6 +149,7 @@ def measure(cmd, env=None):
     """Runs cmd; returns (exit code, stdout, stderr, peak RSS of the tree in bytes, wall s,
     CPU seconds of the run, CPU seconds the rest of the machine used meanwhile)."""
     import psutil
+    from tree_rss import TreePeakRss
 
     out = tempfile.TemporaryFile(mode="w+")
     err = tempfile.TemporaryFile(mode="w+")
@@ -158,41 +158,11 @@ def measure(cmd, env=None):
     busy0 = busy_seconds()
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
-    peak = [0]
-    done = threading.Event()
-
-    def poll():
-        try:
-            p = psutil.Process(proc.pid)
-        except psutil.Error:
-            return
-        # Listing the descendants scans /proc (milliseconds): do it every 0.2 s, and read
-        # the RSS of the known processes (one small /proc read each) every 20 ms.
-        tree, listed = [p], 0.0
-        while not done.is_set():
-            now = time.monotonic()
-            if now - listed >= 0.2:
-                try:
-                    tree = [p] + p.children(recursive=True)
-                except psutil.Error:
-                    pass
-                listed = now
-            rss = 0
-            for c in tree:
-                try:
-                    rss += c.memory_info().rss
-                except psutil.Error:
-                    pass
-            peak[0] = max(peak[0], rss)
-            done.wait(0.02)
-
-    poller = threading.Thread(target=poll, daemon=True)
-    poller.start()
+    rss = TreePeakRss(proc.pid)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     busy = busy_seconds() - busy0
-    done.set()
-    poller.join()
+    peak = rss.stop()
     # The run's CPU: the child and the descendants it waited for (DataLoader workers are
     # joined by their parent; a descendant left unwaited would count as "other").
     cpu = usage.ru_utime + usage.ru_stime
@@ -201,7 +171,7 @@ def measure(cmd, env=None):
     own_peak = usage.ru_maxrss * 1024  # kB on Linux
     out.seek(0)
     err.seek(0)
-    return proc.returncode, out.read(), err.read(), max(peak[0], own_peak), wall, cpu, other
+    return proc.returncode, out.read(), err.read(), max(peak, own_peak), wall, cpu, other
 
 
 def last_json(text):
