@@ -44,6 +44,7 @@ impl<T: AsRef<[u8]>> ZCursor<T> {
         self.position = self.position.saturating_sub(num);
     }
 
+    #[inline] // Sluice patch: on the bit reader's path (`BufRead::fill_buf`)
     pub fn split(&self) -> (&[u8], &[u8]) {
         let slice = self.stream.as_ref();
         let pos = self.position.min(slice.len());

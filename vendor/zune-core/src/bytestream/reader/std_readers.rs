@@ -9,12 +9,30 @@ use crate::bytestream::{ZByteReaderTrait, ZCursor};
 impl<T: io::BufRead + io::Seek> ZByteReaderTrait for T {
     #[inline(always)]
     fn read_byte_no_error(&mut self) -> u8 {
+        // Sluice patch: the byte from the reader's buffer when it holds one (see
+        // `read_exact_bytes`).
+        if let Ok(&[byte, ..]) = self.fill_buf() {
+            self.consume(1);
+            return byte;
+        }
         let mut buf = [0];
         let _ = self.read(&mut buf);
         buf[0]
     }
     #[inline(always)]
     fn read_exact_bytes(&mut self, buf: &mut [u8]) -> Result<(), ZByteIoError> {
+        // Sluice patch: when the reader's buffer (all of the stream, for a `ZCursor`) holds
+        // all of `buf`, one copy of `buf.len()` bytes. Inlined into a fixed-size read
+        // (zune-jpeg's bit reader takes 4 bytes at a time) it is a single load; the loop
+        // below goes through `Read::read`, which copies `min(buf.len(), remaining)` bytes, a
+        // length the compiler cannot know, by a call to `memcpy`.
+        if let Ok(available) = self.fill_buf() {
+            if let Some(src) = available.get(..buf.len()) {
+                buf.copy_from_slice(src);
+                self.consume(buf.len());
+                return Ok(());
+            }
+        }
         let mut bytes_read = 0;
 
         while bytes_read < buf.len() {
@@ -107,10 +125,12 @@ impl<T: AsRef<[u8]>> std::io::Read for ZCursor<T> {
 }
 
 impl<T: AsRef<[u8]>> std::io::BufRead for ZCursor<T> {
+    #[inline] // Sluice patch: the fast paths of `read_exact_bytes` and `read_byte_no_error`
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         Ok(ZCursor::split(self).1)
     }
 
+    #[inline] // Sluice patch
     fn consume(&mut self, amount: usize) {
         self.position += amount;
     }
