@@ -671,3 +671,54 @@ proptest! {
         let _ = decode_jpeg_scaled(&data, 8, 8);
     }
 }
+
+/// zune-jpeg (as patched, vendor/zune-jpeg/SLUICE-PATCH.md) copies the Huffman tables a
+/// thread derived recently from the same DHT contents. Images whose tables differ (each
+/// image's own optimized tables, more of them than a thread keeps) and images sharing the
+/// standard tables, decoded one after the other on one thread, decode exactly as each does
+/// alone on a fresh thread (nothing kept).
+#[test]
+fn recently_derived_huffman_tables_decode_as_fresh_ones() {
+    let jpegs: Vec<Vec<u8>> = (0..24usize)
+        .map(|i| {
+            let (w, h) = (16 + 8 * (i % 5), 24 + 4 * (i % 7));
+            let grey = i % 6 == 5;
+            let channels = if grey { 1 } else { 3 };
+            // Different pixels for every image, so the optimized tables differ.
+            let pixels: Vec<u8> = synthetic(w, h, channels)
+                .iter()
+                .enumerate()
+                .map(|(k, &v)| {
+                    v.wrapping_mul(i as u8 + 1)
+                        .wrapping_add((k % (i + 2)) as u8)
+                })
+                .collect();
+            let mut out = Vec::new();
+            let mut enc = jpeg_encoder::Encoder::new(&mut out, 60 + i as u8);
+            enc.set_optimized_huffman_tables(i % 3 != 0);
+            let color = if grey {
+                jpeg_encoder::ColorType::Luma
+            } else {
+                jpeg_encoder::ColorType::Rgb
+            };
+            enc.encode(&pixels, w as u16, h as u16, color).unwrap();
+            out
+        })
+        .collect();
+    let alone: Vec<Vec<u8>> = jpegs
+        .iter()
+        .map(|j| {
+            let j = j.clone();
+            std::thread::spawn(move || decode_image(&j, None).unwrap().as_u8().unwrap().to_vec())
+                .join()
+                .unwrap()
+        })
+        .collect();
+    // Twice over, so the second pass finds tables kept by the first (or replaced since).
+    for round in 0..2 {
+        for (i, (j, want)) in jpegs.iter().zip(&alone).enumerate() {
+            let got = decode_image(j, None).unwrap();
+            assert_eq!(got.as_u8().unwrap(), &want[..], "image {i}, round {round}");
+        }
+    }
+}
