@@ -3,12 +3,30 @@
 //! `sdk/WIT.md`), with no imports. The same type can be exported through the core ABI
 //! (`sluice_sdk::export_plugin!`) in another crate: the outputs are the same, bit for bit.
 //!
-//! ```ignore
+//! ```no_run
 //! // A crate with `crate-type = ["cdylib"]`, built for wasm32 and made a component by
 //! // `sluice-guest-build` (wit-component):
-//! sluice_sdk_component::export_map!(my_plugin::MyPlugin);     // the `map` world
-//! // sluice_sdk_component::export_filter!(my_plugin::MyFilter); // the `filter` world
-//! // sluice_sdk_component::export_batch!(my_plugin::MyBatch);   // the `batch` world (any kind)
+//! use sluice_sdk::{Config, Element, Kind, Plugin, PluginInfo, Result, Rng};
+//!
+//! /// Passes every element on unchanged.
+//! pub struct Identity;
+//!
+//! impl Plugin for Identity {
+//!     fn info() -> PluginInfo {
+//!         PluginInfo::new("identity", "0.1.0", Kind::Map)
+//!     }
+//!     fn new(_config: &Config) -> Result<Self> {
+//!         Ok(Identity)
+//!     }
+//!     fn map(&mut self, element: Element, _rng: &mut Rng) -> Result<Element> {
+//!         Ok(element)
+//!     }
+//! }
+//!
+//! sluice_sdk_component::export_map!(Identity); // the `map` world
+//! // sluice_sdk_component::export_filter!(MyFilter); // the `filter` world
+//! // sluice_sdk_component::export_batch!(MyBatch);   // the `batch` world (any kind)
+//! # fn main() {}
 //! ```
 //!
 //! | World | Adapter | What the host calls | The plugin's method |
