@@ -37,9 +37,13 @@ pub struct InterleaveSpec {
     /// Consecutive records taken from one file before moving to the next. Default 1.
     #[schemars(range(min = 1))]
     pub block_length: usize,
-    /// `Sequential` (default) reads on the consumer's thread; a number (or `auto`: the CPU
-    /// budget) gives that many open files, at most `cycle_length`, their own reading thread
-    /// with a small buffer; the others are read on the consumer's thread.
+    /// `Sequential` (default) reads on the consumer's thread; a number gives that many open
+    /// files, at most `cycle_length`, their own reading thread with a small buffer; the
+    /// others are read on the consumer's thread. `auto` is autotuned between none (every
+    /// file read on the consumer's thread, the fastest when reading is cheap next to the
+    /// stages after it) and the CPU budget (at most `cycle_length`): it starts at none and
+    /// adds a thread when one measurably helps, so a run of well under a second (too short
+    /// to probe) reads on the consumer's thread.
     pub num_parallel: NumParallel,
     /// Keep tf.data's deterministic round-robin order (default). `false` takes from any file
     /// that has records ready when the next one in turn has none.
