@@ -101,8 +101,13 @@ fn stage_tag(index: usize, stages: &[TimelineStage]) -> String {
         .iter()
         .find(|s| s.index == index)
         .map_or("stage", |s| s.name.as_str());
-    let clean: String = name
-        .chars()
+    format!("{index:02}_{}", tag_part(name))
+}
+
+/// `name` as part of a tag: the characters TensorBoard groups by (`/`, spaces, `#`, ...)
+/// replaced by `_`.
+fn tag_part(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -110,8 +115,7 @@ fn stage_tag(index: usize, stages: &[TimelineStage]) -> String {
                 '_'
             }
         })
-        .collect();
-    format!("{index:02}_{clean}")
+        .collect()
 }
 
 /// The scalars of `sample` (rates against `previous`).
@@ -170,18 +174,10 @@ pub(crate) fn scalars(
         }
     }
     for k in &sample.knobs {
-        let clean: String = k
-            .stage
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        out.push((format!("autotune/{clean}/{}", k.knob), k.value as f32));
+        out.push((
+            format!("autotune/{}/{}", tag_part(&k.stage), k.knob),
+            k.value as f32,
+        ));
     }
     out
 }
