@@ -40,33 +40,13 @@
 //!   (max 3) on the synthetic ones. A 1/2 DCT-scaled decode vs the full decode averaged over
 //!   2×2 blocks: mean |diff| 0.46-0.89 (max 85 at sharp edges of the bench images).
 
+mod support;
+
 use criterion::{Criterion, criterion_group, criterion_main};
-use rand::{Rng, SeedableRng};
 use sluice_image::{decode_and_crop, decode_image, decode_jpeg_scaled, turbo};
 use sluice_proto::example::feature::Kind;
 use sluice_proto::tfrecord::{ReaderOptions, TfRecordReader};
 use sluice_proto::{Example, TfMessage};
-
-fn synthetic_jpeg(w: u32, h: u32) -> Vec<u8> {
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(3);
-    let mut pixels = Vec::with_capacity((w * h * 3) as usize);
-    for y in 0..h {
-        for x in 0..w {
-            let (fx, fy) = (x as f32 / w as f32, y as f32 / h as f32);
-            let ripple = ((fx * 17.0).sin() * (fy * 11.0).cos()) * 40.0;
-            for (c, base) in [(0, 200.0 * fx), (1, 180.0 * fy), (2, 120.0 * (1.0 - fx))] {
-                let noise = rng.random_range(-12.0..12.0);
-                let v = base + ripple * (c as f32 * 0.3 + 0.5) + noise + 30.0;
-                pixels.push(v.clamp(0.0, 255.0) as u8);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)
-        .encode(&pixels, w, h, image::ExtendedColorType::Rgb8)
-        .unwrap();
-    out
-}
 
 /// The first `n` JPEGs of the bench data's first shard, if it is there.
 fn bench_jpegs(n: usize) -> Option<Vec<Vec<u8>>> {
@@ -184,7 +164,11 @@ fn bench(c: &mut Criterion) {
         println!("no bench data: skipping bench_256_x32 (set SLUICE_BENCH_DATA)");
     }
     for (w, h) in [(256u32, 256u32), (1024, 768)] {
-        bench_set(c, &format!("synthetic_{w}x{h}"), &[synthetic_jpeg(w, h)]);
+        bench_set(
+            c,
+            &format!("synthetic_{w}x{h}"),
+            &[support::synthetic_jpeg(w, h)],
+        );
     }
 }
 
