@@ -8,7 +8,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{gen_data, run_json, sluice};
+use support::{gen_data, report, run_json, sluice};
 
 #[test]
 fn report_of_one_real_run_and_of_two_compared() {
@@ -19,14 +19,7 @@ fn report_of_one_real_run_and_of_two_compared() {
 
     // One run, written where -o says.
     let one = dir.path().join("one.html");
-    sluice()
-        .arg("report")
-        .arg(&a)
-        .arg("-o")
-        .arg(&one)
-        .assert()
-        .success()
-        .stderr(contains("wrote"));
+    report(&[&a], &one).stderr(contains("wrote"));
     let html = fs::read_to_string(&one).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("Sluice run: gen_augment"));
@@ -58,13 +51,7 @@ fn report_of_one_real_run_and_of_two_compared() {
 
     // Two runs: A and B labelled in the plots, and the differences table.
     let two = dir.path().join("two.html");
-    sluice()
-        .arg("report")
-        .args([&a, &b])
-        .arg("-o")
-        .arg(&two)
-        .assert()
-        .success();
+    report(&[&a, &b], &two);
     let html = fs::read_to_string(&two).unwrap();
     assert!(html.contains("A and B compared"));
     // The samples count records through the batch dimension: throughput in records/s.

@@ -32,7 +32,7 @@ const HEIGHT: u32 = 1250;
 
 mod support;
 
-use support::{gen_data, run_json, sluice};
+use support::{gen_data, report, run_json};
 
 /// The Chromium to run: `SLUICE_CHROMIUM`, else Debian's `/usr/bin/chromium`, else
 /// `chromium` on the PATH. Panics with how to install it.
@@ -365,20 +365,8 @@ fn report_pages_render_in_headless_chromium_without_errors() {
     let b = run_json(dir.path(), &data, "b.json", &[]);
     let one = dir.path().join("one.html");
     let two = dir.path().join("two.html");
-    sluice()
-        .arg("report")
-        .arg(&a)
-        .arg("-o")
-        .arg(&one)
-        .assert()
-        .success();
-    sluice()
-        .arg("report")
-        .args([&a, &b])
-        .arg("-o")
-        .arg(&two)
-        .assert()
-        .success();
+    report(&[&a], &one);
+    report(&[&a, &b], &two);
 
     let mut browser = Browser::launch();
     for page in [&one, &two] {

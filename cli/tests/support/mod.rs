@@ -1,5 +1,5 @@
-//! What the report tests share: `sluice gen` data and `sluice run --json` runs of
-//! `examples/pipelines/gen_augment.toml` on it.
+//! What the report tests share: `sluice gen` data, `sluice run --json` runs of
+//! `examples/pipelines/gen_augment.toml` on it, and `sluice report` of those runs.
 
 use std::path::{Path, PathBuf};
 
@@ -50,4 +50,15 @@ pub(crate) fn run_json(dir: &Path, data: &Path, name: &str, extra: &[&str]) -> P
     let path = dir.join(name);
     std::fs::write(&path, &out.stdout).unwrap();
     path
+}
+
+/// `sluice report RUNS... -o OUT`, which must succeed (its assertion, for more checks).
+pub(crate) fn report(runs: &[&Path], out: &Path) -> assert_cmd::assert::Assert {
+    sluice()
+        .arg("report")
+        .args(runs)
+        .arg("-o")
+        .arg(out)
+        .assert()
+        .success()
 }
