@@ -72,6 +72,8 @@ import tempfile
 import threading
 import time
 
+from python_augment import last_json  # the last JSON line of a run's output
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(REPO, "bench")
 PIPELINES = os.path.join(REPO, "examples", "pipelines")
@@ -236,14 +238,6 @@ def measure(cmd, timeout, env=None):
     return {"exit": os.waitstatus_to_exitcode(status), "stdout": out.read(), "stderr": err.read(),
             "peak_rss": max(peak, usage.ru_maxrss * 1024), "process_seconds": wall, "cpu_seconds": cpu,
             "other_cpu_seconds": other, "timed_out": timed_out[0]}
-
-
-def last_json(text):
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            return json.loads(line)
-    raise ValueError("no JSON line in the output")
 
 
 # --- what each system runs and how its output reads -------------------------------------------
