@@ -4,11 +4,9 @@
 //! (`parse_example`), or an error of the same meaning. Where TensorFlow builds a ragged
 //! tensor whose partitions do not fit its values (it does not validate them), Sluice fails.
 
-mod parse_fixture;
-
 use std::collections::BTreeMap;
 
-use parse_fixture::{check, fixture, inconsistent, records};
+use crate::parse_fixture::{check, fixture, inconsistent, records};
 use serde_json::Value as Json;
 use sluice_core::prelude::*;
 use sluice_core::registry::StageSpec;

@@ -5,11 +5,9 @@
 //! (missing required context features and feature lists, wrong types, wrong sizes, records
 //! that are not SequenceExamples).
 
-mod parse_fixture;
-
 use std::collections::BTreeMap;
 
-use parse_fixture::{check, fixture, records};
+use crate::parse_fixture::{check, fixture, records};
 use serde_json::Value as Json;
 use sluice_core::prelude::*;
 use sluice_core::registry::StageSpec;

@@ -25,6 +25,6 @@ fn the_stage_reference_in_the_docs_is_generated_from_the_registry() {
     }
     panic!(
         "docs/pipeline-format.md's stage reference is out of date: run \
-         `SLUICE_BLESS=1 cargo test -p sluice-core --test reference_doc` and commit the result"
+         `SLUICE_BLESS=1 cargo test -p sluice-core --test integration reference_doc` and commit the result"
     );
 }
