@@ -79,9 +79,13 @@ def solarize_component() -> Path:
     env = {k: v for k, v in os.environ.items() if k not in (
         "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS",
         "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER")}
+    # The example the workspace's tests built (`cargo test --workspace` runs first in
+    # .ci/run, which then keeps only what these tests use of target/debug), else built now.
+    built = target_dir() / "debug" / "examples" / "build_component"
+    command = [str(built)] if built.exists() else [
+        "cargo", "run", "-q", "-p", "sluice-guest-build", "--example", "build_component", "--"]
     out = subprocess.run(
-        ["cargo", "run", "-q", "-p", "sluice-guest-build", "--example", "build_component",
-         "--", "sluice-example-solarize-component"],
+        [*command, "sluice-example-solarize-component"],
         cwd=REPO, check=True, env=env, capture_output=True, text=True,
     )
     return Path(out.stdout.strip())
