@@ -205,14 +205,17 @@ proptest! {
         counts in prop::collection::vec(0usize..12, 0..9),
         cycle in 1usize..5,
         block in 1usize..4,
-        parallel in any::<bool>(),
+        threads in 0usize..4,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let files = write_files(dir.path(), &counts);
-        let mut spec = InterleaveSpec::new(cycle).block_length(block);
-        if parallel {
-            spec = spec.num_parallel(2);
-        }
+        // Sequential, 1 or 2 files read at once (every open file on a reading thread), or
+        // autotuned.
+        let spec = InterleaveSpec::new(cycle).block_length(block).num_parallel(match threads {
+            0 => NumParallel::Sequential,
+            3 => NumParallel::Auto,
+            n => NumParallel::Fixed(n),
+        });
         let ds = Dataset::file_list(files).read_tfrecord(TfRecordSpec::default()).interleave(spec);
         prop_assert_eq!(records(&ds), reference_interleave(&counts, cycle, block));
     }
