@@ -209,8 +209,8 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let files = write_files(dir.path(), &counts);
-        // Sequential, 1 or 2 files read at once (every open file on a reading thread), or
-        // autotuned.
+        // Sequential, 1 or 2 open files on reading threads (the others read on the
+        // consumer's thread), or autotuned.
         let spec = InterleaveSpec::new(cycle).block_length(block).num_parallel(match threads {
             0 => NumParallel::Sequential,
             3 => NumParallel::Auto,
