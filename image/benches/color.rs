@@ -8,7 +8,9 @@
 //!   (one pass for the first two ops, bit-identical results).
 //! - `u8/to_unit_brightness_contrast_normalize`: the whole tail from decoded pixels as
 //!   separate ops; `u8/point_chain_*`: the same as one `PointChain` pass (bit-identical),
-//!   into a new tensor or into an existing buffer (as `image_ops` writes into a batch);
+//!   into a new tensor, into an existing buffer, or into the next slot of a 64-image batch
+//!   buffer (as `image_ops` writes a batch: 38 MB, in no cache; `SLUICE_STREAM_STORES=0`
+//!   or `1` turns streaming stores off or on);
 //!   `u8/point_chain_without_contrast_into_a_buffer`: the same without the contrast, whose
 //!   per-channel means (summed in TensorFlow's order) are most of the pass's cost.
 //! - `f32/*`, `u8/*`: each op alone, on an `f32` image in `[0, 1]` or a `u8` image.
@@ -93,6 +95,17 @@ fn bench(c: &mut Criterion) {
     let mut out = vec![0.0f32; u8_img.len()];
     g.bench_function("u8/point_chain_into_a_buffer", |b| {
         b.iter(|| chain.apply_into(black_box(&u8_img), &mut out).unwrap())
+    });
+    // As `image_ops` writes a batch of 64: each image into the next slot of a 38 MB buffer
+    // that no cache holds (streaming stores where they pay: `SLUICE_STREAM_STORES`).
+    let mut batch = vec![0.0f32; 64 * u8_img.len()];
+    let mut slot = 0;
+    g.bench_function("u8/point_chain_into_a_batch_buffer", |b| {
+        b.iter(|| {
+            let out = &mut batch[slot * u8_img.len()..(slot + 1) * u8_img.len()];
+            slot = (slot + 1) % 64;
+            chain.apply_into_batch_row(black_box(&u8_img), out).unwrap()
+        })
     });
     let no_contrast = PointChain::to_unit(vec![
         PointOp::Brightness(0.1),

@@ -64,6 +64,7 @@ pub mod decode;
 mod error;
 pub mod geometry;
 pub mod pointwise;
+mod stream_store;
 #[cfg(feature = "turbojpeg")]
 pub mod turbo;
 

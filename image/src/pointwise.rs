@@ -108,6 +108,17 @@ enum Src<'a> {
     Window(WindowView<'a>),
 }
 
+/// How an image's output values are stored.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Store {
+    /// Ordinary stores: the output stays in the cache for whoever reads it next.
+    Cached,
+    /// A row of a large batch buffer that nothing reads soon: streaming stores where the
+    /// CPU gains from them ([`crate::stream_store::pays`]), which keep the output from
+    /// evicting the decoder's data from the cache. The values are the same.
+    Streamed,
+}
+
 /// A [`PointOp`] resolved for an image of `c` channels: per-channel parameters laid out as
 /// a pattern of `BLOCK` values (or `c` when `c` does not divide `BLOCK`).
 #[derive(Clone)]
@@ -151,6 +162,17 @@ impl PointChain {
 
     /// [`apply`](Self::apply), writing the values to `out` (of the image's length).
     pub fn apply_into(&self, img: &Tensor, out: &mut [f32]) -> Result<()> {
+        self.apply_into_as(img, out, Store::Cached)
+    }
+
+    /// [`apply_into`](Self::apply_into) for a row of a batch being assembled: the same
+    /// values, written with streaming stores where they pay (the batch's buffer is large
+    /// and nothing reads the row soon; see [`Store::Streamed`]).
+    pub fn apply_into_batch_row(&self, img: &Tensor, out: &mut [f32]) -> Result<()> {
+        self.apply_into_as(img, out, Store::Streamed)
+    }
+
+    fn apply_into_as(&self, img: &Tensor, out: &mut [f32], store: Store) -> Result<()> {
         let (pixels, c) = match *img.shape() {
             [h, w, c] | [_, h, w, c] => (h * w, c),
             ref other => {
@@ -185,7 +207,7 @@ impl PointChain {
                     });
                 }
             };
-            image_pass(src, dst, pixels, c, &steps, self.load);
+            image_pass(src, dst, pixels, c, &steps, self.load, store);
         }
         Ok(())
     }
@@ -194,13 +216,28 @@ impl PointChain {
     /// image `[height, width, channels]`, from [`decode_window_then`](crate::decode::decode_window_then)),
     /// read straight from the rows: no copy of the window is made.
     pub fn apply_view_into(&self, view: WindowView<'_>, out: &mut [f32]) -> Result<()> {
+        self.apply_view_into_as(view, out, Store::Cached)
+    }
+
+    /// [`apply_view_into`](Self::apply_view_into) for a row of a batch being assembled
+    /// (as [`apply_into_batch_row`](Self::apply_into_batch_row)).
+    pub fn apply_view_into_batch_row(&self, view: WindowView<'_>, out: &mut [f32]) -> Result<()> {
+        self.apply_view_into_as(view, out, Store::Streamed)
+    }
+
+    fn apply_view_into_as(
+        &self,
+        view: WindowView<'_>,
+        out: &mut [f32],
+        store: Store,
+    ) -> Result<()> {
         let [h, w, c] = view.shape();
         check_output_len(out, h * w * c)?;
         if out.is_empty() {
             return Ok(());
         }
         let steps = self.resolve(c)?;
-        image_pass(Src::Window(view), out, h * w, c, &steps, self.load);
+        image_pass(Src::Window(view), out, h * w, c, &steps, self.load, store);
         Ok(())
     }
 
@@ -253,6 +290,7 @@ fn image_pass(
     c: usize,
     steps: &[Step],
     load: PointLoad,
+    store: Store,
 ) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f")
@@ -264,7 +302,7 @@ fn image_pass(
         // SAFETY: `image_pass_avx512` only requires AVX-512 F, BW, VL and VBMI, which the
         // lines above checked this CPU has.
         unsafe {
-            image_pass_avx512(src, dst, pixels, c, steps, load)
+            image_pass_avx512(src, dst, pixels, c, steps, load, store)
         };
         return;
     }
@@ -274,11 +312,11 @@ fn image_pass(
         // SAFETY: `image_pass_avx2` only requires AVX2, which the line above checked this
         // CPU has.
         unsafe {
-            image_pass_avx2(src, dst, pixels, c, steps, load)
+            image_pass_avx2(src, dst, pixels, c, steps, load, store)
         };
         return;
     }
-    image_pass_body(src, dst, pixels, c, steps, load);
+    image_pass_body(src, dst, pixels, c, steps, load, store);
 }
 
 /// [`image_pass_body`] built for a target feature: the compiler vectorizes the same code
@@ -294,8 +332,9 @@ macro_rules! image_pass_for {
             c: usize,
             steps: &[Step],
             load: PointLoad,
+            store: Store,
         ) {
-            image_pass_body(src, dst, pixels, c, steps, load);
+            image_pass_body(src, dst, pixels, c, steps, load, store);
         }
     };
 }
@@ -310,6 +349,7 @@ fn image_pass_body(
     c: usize,
     steps: &[Step],
     load: PointLoad,
+    store: Store,
 ) {
     let mut steps = steps.to_vec();
     // Where a window's chunks are read to (see `eval`).
@@ -326,8 +366,21 @@ fn image_pass_body(
             }
         }
     }
-    for (n, chunk) in dst.chunks_mut(chunk_len(c)).enumerate() {
-        eval(src, n * chunk_len(c), chunk, &steps, load, &mut gathered);
+    let len = chunk_len(c);
+    if store == Store::Streamed && crate::stream_store::pays(dst.len() * 4) {
+        // A large output: each chunk computed in L1, then streamed out (the output's lines
+        // are not read before they are written; see `stream_store`).
+        let mut staged = vec![0.0f32; len];
+        for (n, chunk) in dst.chunks_mut(len).enumerate() {
+            let buf = &mut staged[..chunk.len()];
+            eval(src, n * len, buf, &steps, load, &mut gathered);
+            crate::stream_store::copy(chunk, buf);
+        }
+        crate::stream_store::fence();
+        return;
+    }
+    for (n, chunk) in dst.chunks_mut(len).enumerate() {
+        eval(src, n * len, chunk, &steps, load, &mut gathered);
     }
 }
 
@@ -850,14 +903,22 @@ mod tests {
         let steps = chain.resolve(c).unwrap();
         for src in [Src::U8(&raw), Src::F32(&floats)] {
             let mut widest = vec![0.0f32; raw.len()];
-            image_pass(src, &mut widest, h * w, c, &steps, chain.load);
+            image_pass(
+                src,
+                &mut widest,
+                h * w,
+                c,
+                &steps,
+                chain.load,
+                Store::Cached,
+            );
             // The portable body, inlined here, needs a large frame in unoptimized builds.
             let portable = std::thread::scope(|s| {
                 std::thread::Builder::new()
                     .stack_size(64 << 20)
                     .spawn_scoped(s, || {
                         let mut out = vec![0.0f32; raw.len()];
-                        image_pass_body(src, &mut out, h * w, c, &steps, chain.load);
+                        image_pass_body(src, &mut out, h * w, c, &steps, chain.load, Store::Cached);
                         out
                     })
                     .unwrap()
@@ -867,6 +928,55 @@ mod tests {
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&portable), bits(&widest));
         }
+    }
+
+    #[test]
+    fn a_batch_row_has_the_bits_of_an_ordinary_output() {
+        // Large enough for streaming stores where the CPU gains from them, written at an
+        // offset that is not a multiple of any vector width.
+        let (h, w, c) = (301, 299, 3);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let raw: Vec<u8> = (0..h * w * c)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let chain = PointChain::to_unit(vec![
+            PointOp::Brightness(-0.05),
+            PointOp::Contrast(1.4),
+            PointOp::Normalize {
+                mean: vec![0.5; 3],
+                std: vec![0.25; 3],
+                scale: 1.0,
+            },
+        ]);
+        let img = Tensor::new(&[h, w, c], TensorData::U8(raw.clone().into())).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let mut cached = vec![f32::NAN; h * w * c];
+        chain.apply_into(&img, &mut cached).unwrap();
+        let mut batch = vec![f32::NAN; h * w * c + 2];
+        chain
+            .apply_into_batch_row(&img, &mut batch[1..=h * w * c])
+            .unwrap();
+        assert_eq!(bits(&batch[1..=h * w * c]), bits(&cached));
+        assert!(batch[0].is_nan() && batch[h * w * c + 1].is_nan());
+        // A mirrored window read in place, the way `image_ops` writes a batch's rows.
+        let win = crate::decode::Window {
+            y: 3,
+            x: 5,
+            height: 290,
+            width: 280,
+            mirror: true,
+        };
+        let view = WindowView::new(&raw, w, c, win).unwrap();
+        let mut cached = vec![f32::NAN; 290 * 280 * c];
+        chain.apply_view_into(view, &mut cached).unwrap();
+        let mut row = vec![f32::NAN; 290 * 280 * c];
+        chain.apply_view_into_batch_row(view, &mut row).unwrap();
+        assert_eq!(bits(&row), bits(&cached));
     }
 
     #[test]

@@ -506,14 +506,14 @@ impl ImageOpsSpec {
         if let Some(plan) = plan {
             return self.run_window_chain(plan, row, rng, |view, chain| {
                 same_row_shape(shape, &view.shape())?;
-                Ok(chain.apply_view_into(view, dst)?)
+                Ok(chain.apply_view_into_batch_row(view, dst)?)
             });
         }
         let (head, chain) = self.run_head_and_draw(row, rng)?;
         same_row_shape(shape, head.shape())?;
         Ok(chain
             .ok_or_else(|| Error::invalid("image_ops: the ops do not end in a point chain"))?
-            .apply_into(&head, dst)?)
+            .apply_into_batch_row(&head, dst)?)
     }
 
     /// Where the op list splits: `ops[..start]` run one by one, `ops[start..end]` run as one
@@ -648,7 +648,7 @@ impl ImageOpsSpec {
         }
         let done = match first {
             Some((head, chain)) => {
-                chain.apply_into(&head, &mut out[..plane])?;
+                chain.apply_into_batch_row(&head, &mut out[..plane])?;
                 1
             }
             None => 0,

@@ -1,0 +1,167 @@
+//! Copies of computed values into a large output buffer with non-temporal ("streaming")
+//! stores.
+//!
+//! The point chain writes each image's `f32` values into a batch buffer of tens of MB that
+//! no cache holds. With ordinary stores every cache line written is first read from memory
+//! (a read for ownership) and the core waits on those reads; a streaming store writes whole
+//! lines through the write-combining buffers without reading them. The values are computed
+//! a chunk at a time into a small buffer that stays in L1, then streamed out: the bytes
+//! written are the same.
+
+/// Bytes of output from which streaming can pay: below it, the output likely stays in the
+/// cache for whoever reads it next.
+const STREAM_FROM_BYTES: usize = 256 << 10;
+
+/// Whether an output of `bytes` is written with streaming stores: at least
+/// [`STREAM_FROM_BYTES`], on a CPU where streaming was measured faster (BENCHMARKS.md,
+/// "Streaming stores"): Intel's (the `augment` pipeline +9 %), not AMD's (slower there).
+/// `SLUICE_STREAM_STORES=1` or `0` in the environment decides instead, for measuring.
+pub(crate) fn pays(bytes: usize) -> bool {
+    bytes >= STREAM_FROM_BYTES && *STREAMING.get_or_init(streaming)
+}
+
+static STREAMING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// The choice [`pays`] makes for large outputs, once per process.
+fn streaming() -> bool {
+    match std::env::var("SLUICE_STREAM_STORES").as_deref() {
+        Ok("1") => return true,
+        Ok("0") => return false,
+        _ => {}
+    }
+    intel()
+}
+
+/// Whether the CPU is Intel's (CPUID vendor "GenuineIntel").
+fn intel() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // CPUID leaf 0: the vendor string, on every x86-64 CPU.
+        let id = std::arch::x86_64::__cpuid(0);
+        let mut vendor = [0u8; 12];
+        vendor[..4].copy_from_slice(&id.ebx.to_le_bytes());
+        vendor[4..8].copy_from_slice(&id.edx.to_le_bytes());
+        vendor[8..].copy_from_slice(&id.ecx.to_le_bytes());
+        &vendor == b"GenuineIntel"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Copies `src` into `dst` (same length), with streaming stores where the CPU has them
+/// (x86-64: SSE2 everywhere, 32-byte stores with AVX, 64-byte with AVX-512F), ordinary
+/// ones elsewhere and for the unaligned ends. Call [`fence`] after the last copy of an
+/// output, before another thread may read it.
+#[inline]
+pub(crate) fn copy(dst: &mut [f32], src: &[f32]) {
+    assert_eq!(dst.len(), src.len(), "stream_store::copy: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            #[allow(unsafe_code)]
+            // SAFETY: `copy_avx512` needs AVX-512F, which the line above checked.
+            unsafe {
+                copy_avx512(dst, src)
+            };
+            return;
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: `copy_sse2` needs SSE2, which every x86-64 CPU has.
+        unsafe {
+            copy_sse2(dst, src)
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    dst.copy_from_slice(src);
+}
+
+/// Orders the streaming stores before any later store (x86-64 `sfence`): after it, another
+/// thread that is handed the buffer sees every value.
+#[inline]
+pub(crate) fn fence() {
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    // SAFETY: `sfence` (SSE) is on every x86-64 CPU and only orders stores.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
+
+/// The prefix of `dst` to copy with ordinary stores before its first `align`-byte
+/// boundary (at most `dst.len()` values).
+fn head(dst: &[f32], align: usize) -> usize {
+    let misaligned = (dst.as_ptr() as usize) % align;
+    if misaligned == 0 {
+        0
+    } else {
+        ((align - misaligned) / 4).min(dst.len())
+    }
+}
+
+/// Streams `src` into `dst` with `$store` of `$lanes` values at `$align`-byte boundaries.
+macro_rules! copy_for {
+    ($name:ident, $feature:literal, $lanes:literal, $align:literal, $load:ident, $store:ident) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        #[allow(unsafe_code)]
+        unsafe fn $name(dst: &mut [f32], src: &[f32]) {
+            use std::arch::x86_64::*;
+            let h = head(dst, $align);
+            dst[..h].copy_from_slice(&src[..h]);
+            let (dst, src) = (&mut dst[h..], &src[h..]);
+            let body = dst.len() / $lanes * $lanes;
+            let d = dst.as_mut_ptr();
+            let s = src.as_ptr();
+            let mut i = 0;
+            while i < body {
+                // SAFETY: `i + $lanes <= body <= dst.len() == src.len()`, so both accesses
+                // are in bounds; `d.add(i)` is `$align`-byte aligned (`head` made `d`
+                // aligned and `i` is a multiple of `$lanes` values of 4 bytes), as the
+                // streaming store requires; the load is unaligned.
+                unsafe { $store(d.add(i), $load(s.add(i))) };
+                i += $lanes;
+            }
+            dst[body..].copy_from_slice(&src[body..]);
+        }
+    };
+}
+copy_for!(
+    copy_avx512,
+    "avx512f",
+    16,
+    64,
+    _mm512_loadu_ps,
+    _mm512_stream_ps
+);
+copy_for!(copy_sse2, "sse2", 4, 16, _mm_loadu_ps, _mm_stream_ps);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_every_value_at_every_alignment_and_length() {
+        let src: Vec<f32> = (0..300).map(|i| i as f32 * 0.5 - 7.0).collect();
+        let mut backing = vec![0.0f32; 340];
+        for offset in 0..20 {
+            for len in [0, 1, 3, 4, 15, 16, 17, 63, 64, 65, 200, 300] {
+                backing.iter_mut().for_each(|v| *v = f32::NAN);
+                copy(&mut backing[offset..offset + len], &src[..len]);
+                fence();
+                assert_eq!(
+                    &backing[offset..offset + len],
+                    &src[..len],
+                    "offset {offset} len {len}"
+                );
+                assert!(
+                    backing[..offset].iter().all(|v| v.is_nan()),
+                    "before, offset {offset}"
+                );
+                assert!(
+                    backing[offset + len..].iter().all(|v| v.is_nan()),
+                    "after, offset {offset} len {len}"
+                );
+            }
+        }
+    }
+}
