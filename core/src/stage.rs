@@ -70,6 +70,14 @@ pub trait Stage: Any + Send + Sync + fmt::Debug {
         true
     }
 
+    /// True when the stage's own work runs on several threads (a parallel `map`,
+    /// `image_ops`'s workers or a batch's row threads): they keep the CPUs busy, so an
+    /// `interleave` feeding it starts reading on the consumer's thread
+    /// ([`ReadingThreadsStart`](crate::optimize::ReadingThreadsStart)). Default false.
+    fn computes_in_parallel(&self) -> bool {
+        false
+    }
+
     /// Starts the stage for one epoch after its first `skip` outputs, returning the stream
     /// and how many outputs were skipped (fewer than `skip` only when the epoch ended
     /// first). Resuming from a [`Checkpoint`](crate::Checkpoint) uses it.

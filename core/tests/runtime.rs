@@ -407,7 +407,8 @@ fn interleave_reading_threads_stay_within_the_cpu_budget() {
                 NumParallel::Fixed(_) => {
                     assert_eq!(interleave.workers, want, "cpu budget {budget}")
                 }
-                // Autotune starts with no reading threads and never exceeds the budget.
+                // Autotune starts at the budget's reading threads (nothing after the
+                // interleave computes on workers) and never exceeds the budget.
                 _ => {
                     assert!(interleave.workers <= want, "cpu budget {budget}");
                     assert!(stats.tuned.iter().all(|(_, _, v)| *v <= want as usize));

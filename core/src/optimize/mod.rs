@@ -13,6 +13,7 @@
 //! | [`DecodeCropFusion`] | `image_ops` starting with `decode`, a random or centre crop (and a random flip) → one window decode | a JPEG is decoded only where the crop needs it; same pixels and draws |
 //! | [`MapAndBatchFusion`] | `batch` after `image_ops` → one stage decoding and augmenting each batch's rows in parallel into its buffer | tf.data's `map_and_batch_fusion`; off with `Options::map_and_batch_fusion = false` |
 //! | [`ReadAndBatchFusion`] | `batch` after a reader of a format that reads in chunks (`csv`, `parquet`, `arrow`) → one stage reading each batch's rows straight into its columns | no element per record and no stacking; off with `Options::map_and_batch_fusion = false` |
+//! | [`ReadingThreadsStart`] | an `auto` `interleave` whose records go, through stages on the consumer's thread, to a stage computing on worker threads → it starts reading on the consumer's thread instead of on the CPU budget's reading threads | the workers keep the CPUs busy; reading threads would take CPU from them |
 //!
 //! Adding a rule: a type implementing [`Rule`] in its own file here, listed in
 //! [`Optimizer::default`], with tests of its own (that it applies where it should, leaves
@@ -22,6 +23,7 @@ mod decode_crop_fusion;
 mod files_to_interleave;
 mod map_and_batch_fusion;
 mod read_and_batch_fusion;
+mod reading_threads_start;
 mod shard_pushdown;
 
 use std::collections::HashMap;
@@ -32,6 +34,7 @@ pub use decode_crop_fusion::DecodeCropFusion;
 pub use files_to_interleave::FilesToInterleave;
 pub use map_and_batch_fusion::MapAndBatchFusion;
 pub use read_and_batch_fusion::ReadAndBatchFusion;
+pub use reading_threads_start::ReadingThreadsStart;
 pub use shard_pushdown::{ShardPushdown, enough_files};
 
 use crate::error::Result;
@@ -86,7 +89,7 @@ const MAX_PASSES: usize = 8;
 
 impl Default for Optimizer {
     /// Every rule: [`FilesToInterleave`], [`ShardPushdown`], [`DecodeCropFusion`],
-    /// [`MapAndBatchFusion`], [`ReadAndBatchFusion`].
+    /// [`MapAndBatchFusion`], [`ReadAndBatchFusion`], [`ReadingThreadsStart`].
     fn default() -> Self {
         Optimizer::new(vec![
             Box::new(FilesToInterleave),
@@ -94,6 +97,7 @@ impl Default for Optimizer {
             Box::new(DecodeCropFusion),
             Box::new(MapAndBatchFusion),
             Box::new(ReadAndBatchFusion),
+            Box::new(ReadingThreadsStart),
         ])
     }
 }

@@ -969,4 +969,8 @@ impl Stage for ImageOpsSpec {
     fn runs_inline(&self) -> bool {
         self.num_parallel == NumParallel::Sequential
     }
+
+    fn computes_in_parallel(&self) -> bool {
+        self.num_parallel != NumParallel::Sequential
+    }
 }

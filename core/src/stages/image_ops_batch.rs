@@ -107,6 +107,11 @@ impl Stage for FusedImageOpsBatch {
     fn runs_inline(&self) -> bool {
         self.batch.runs_inline()
     }
+
+    fn computes_in_parallel(&self) -> bool {
+        // The rows of a batch are decoded on the run's row threads.
+        true
+    }
 }
 
 /// The fused stream of a `batch` with `spec` (built with `batch_ctx`) over `input`, an

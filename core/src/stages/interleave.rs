@@ -40,10 +40,13 @@ pub struct InterleaveSpec {
     /// `Sequential` (default) reads on the consumer's thread; a number gives that many open
     /// files, at most `cycle_length`, their own reading thread with a small buffer; the
     /// others are read on the consumer's thread. `auto` is autotuned between none (every
-    /// file read on the consumer's thread, the fastest when reading is cheap next to the
-    /// stages after it) and the CPU budget (at most `cycle_length`): it starts at none and
-    /// adds a thread when one measurably helps, so a run of well under a second (too short
-    /// to probe) reads on the consumer's thread.
+    /// file read on the consumer's thread) and the CPU budget (at most `cycle_length`). It
+    /// starts at the most, so that reading uses the cores the stages after it leave idle,
+    /// except when its records go (through
+    /// stages on the consumer's thread) to a stage computing on worker threads (a parallel
+    /// `map`, `image_ops`): then it starts at none, leaving the CPUs to those workers, and
+    /// adds a thread when one measurably helps (the
+    /// [`ReadingThreadsStart`](crate::optimize::ReadingThreadsStart) rule).
     pub num_parallel: NumParallel,
     /// Keep tf.data's deterministic round-robin order (default). `false` takes from any file
     /// that has records ready when the next one in turn has none.
@@ -123,6 +126,10 @@ pub(crate) struct InterleaveStage {
     /// What `open` is, for `explain` and fingerprints: the reader's kind and parameters,
     /// or the function's label.
     pub(crate) reads: Params,
+    /// With `num_parallel = auto`: start with every file read on the consumer's thread
+    /// instead of one reading thread per open file (set by the
+    /// [`ReadingThreadsStart`](crate::optimize::ReadingThreadsStart) rule).
+    pub(crate) start_on_consumer: bool,
 }
 
 impl std::fmt::Debug for InterleaveStage {
@@ -141,6 +148,7 @@ impl InterleaveStage {
             spec,
             open: None,
             reads: Params::new(),
+            start_on_consumer: false,
         }
     }
 
@@ -152,6 +160,7 @@ impl InterleaveStage {
             spec,
             open: Some(open),
             reads: Params::new().with("fn", label.into()),
+            start_on_consumer: false,
         }
     }
 
@@ -164,6 +173,16 @@ impl InterleaveStage {
             reads: Params::new()
                 .with("reader", reader.name())
                 .with("reader_params", reader.params()),
+            start_on_consumer: self.start_on_consumer,
+        }
+    }
+
+    /// This interleave starting (with `num_parallel = auto`) with every file read on the
+    /// consumer's thread.
+    pub(crate) fn starting_on_consumer(&self) -> Self {
+        InterleaveStage {
+            start_on_consumer: true,
+            ..self.clone()
         }
     }
 }
@@ -231,12 +250,15 @@ impl Stage for InterleaveStage {
         let budget = ctx.options().cpu_budget.max(1);
         let (threads, knob) = match self.spec.num_parallel {
             NumParallel::Auto => {
-                // From none (every file read on the consumer's thread, the fastest when
-                // reading is cheap next to the stages after it, as from local disk or the
-                // page cache) up to every open file on its own thread: autotune starts at
-                // none and adds threads when they measurably help (slow storage).
+                // Between none (every file read on the consumer's thread) and the CPU
+                // budget (at most one per open file). It starts at the most, so that reading
+                // takes the cores the inline stages after it leave idle (`parse`), unless
+                // workers of a stage after it keep the CPUs busy (`start_on_consumer`): then
+                // at none, as reading threads would take CPU from them (`augment`: -3 %), and
+                // autotune adds threads when they measurably help (slow storage).
                 let most = budget.min(self.spec.cycle_length);
-                let knob = ctx.autotuned(KnobKind::ReadingThreads, 0, (0, most));
+                let start = if self.start_on_consumer { 0 } else { most };
+                let knob = ctx.autotuned(KnobKind::ReadingThreads, start, (0, most));
                 (most, Some(knob))
             }
             n => (n.workers(budget).min(self.spec.cycle_length), None),

@@ -167,6 +167,10 @@ impl Stage for MapStage {
     fn runs_inline(&self) -> bool {
         self.spec.num_parallel == NumParallel::Sequential
     }
+
+    fn computes_in_parallel(&self) -> bool {
+        self.spec.num_parallel != NumParallel::Sequential
+    }
 }
 
 /// Runs an element-wise function as `spec` says: on the consumer's thread (sequential) or on

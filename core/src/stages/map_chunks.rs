@@ -281,6 +281,10 @@ impl Stage for MapChunksStage {
     fn runs_inline(&self) -> bool {
         self.spec.num_parallel == NumParallel::Sequential
     }
+
+    fn computes_in_parallel(&self) -> bool {
+        self.spec.num_parallel != NumParallel::Sequential
+    }
 }
 
 /// Chunks of up to `size` consecutive elements. Unlike `batch`'s groups, an upstream error

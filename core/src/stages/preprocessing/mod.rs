@@ -175,6 +175,10 @@ impl<L: FeatureLayer> Stage for LayerStage<L> {
     fn runs_inline(&self) -> bool {
         self.0.num_parallel() == NumParallel::Sequential
     }
+
+    fn computes_in_parallel(&self) -> bool {
+        self.0.num_parallel() != NumParallel::Sequential
+    }
 }
 
 /// The layer's output for element `e`, or an error naming the feature.
