@@ -42,10 +42,9 @@ pub struct InterleaveSpec {
     /// others are read on the consumer's thread. `auto` is autotuned between none (every
     /// file read on the consumer's thread) and the CPU budget (at most `cycle_length`). It
     /// starts at the most, so that reading uses the cores the stages after it leave idle,
-    /// except when its records go (through
-    /// stages on the consumer's thread) to a stage computing on worker threads (a parallel
-    /// `map`, `image_ops`): then it starts at none, leaving the CPUs to those workers, and
-    /// adds a thread when one measurably helps (the
+    /// except when its records go (through stages on the consumer's thread) to a stage
+    /// computing on worker threads (a parallel `map`, `image_ops`): then it starts at none,
+    /// leaving the CPUs to those workers, and adds a thread when one measurably helps (the
     /// [`ReadingThreadsStart`](crate::optimize::ReadingThreadsStart) rule).
     pub num_parallel: NumParallel,
     /// Keep tf.data's deterministic round-robin order (default). `false` takes from any file
@@ -127,7 +126,7 @@ pub(crate) struct InterleaveStage {
     /// or the function's label.
     pub(crate) reads: Params,
     /// With `num_parallel = auto`: start with every file read on the consumer's thread
-    /// instead of one reading thread per open file (set by the
+    /// instead of the CPU budget's reading threads (set by the
     /// [`ReadingThreadsStart`](crate::optimize::ReadingThreadsStart) rule).
     pub(crate) start_on_consumer: bool,
 }
