@@ -875,20 +875,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_vector_builds_give_the_portable_bits() {
-        // `image_pass` runs the widest build this CPU has (AVX-512 or AVX2 on x86_64);
-        // `image_pass_body` called from here is the portable one.
-        let (h, w, c) = (37, 53, 3);
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let raw: Vec<u8> = (0..h * w * c)
+    /// `n` pseudo-random bytes (xorshift64 from `seed`).
+    fn xorshift_bytes(n: usize, mut x: u64) -> Vec<u8> {
+        (0..n)
             .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 x as u8
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn the_vector_builds_give_the_portable_bits() {
+        // `image_pass` runs the widest build this CPU has (AVX-512 or AVX2 on x86_64);
+        // `image_pass_body` called from here is the portable one.
+        let (h, w, c) = (37, 53, 3);
+        let raw = xorshift_bytes(h * w * c, 0x2545_f491_4f6c_dd1d);
         let floats: Vec<f32> = raw.iter().map(|&v| f32::from(v) / 200.0).collect();
         let chain = PointChain::to_unit(vec![
             PointOp::Brightness(0.07),
@@ -935,15 +939,7 @@ mod tests {
         // Large enough for streaming stores where the CPU gains from them, written at an
         // offset that is not a multiple of any vector width.
         let (h, w, c) = (301, 299, 3);
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let raw: Vec<u8> = (0..h * w * c)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let raw = xorshift_bytes(h * w * c, 0x9e37_79b9_7f4a_7c15);
         let chain = PointChain::to_unit(vec![
             PointOp::Brightness(-0.05),
             PointOp::Contrast(1.4),
