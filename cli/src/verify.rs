@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use rayon::prelude::*;
 use serde::Serialize;
-use sluice_proto::tfrecord::{ReaderOptions, TfRecordReader};
+use sluice_proto::tfrecord::{Compression, ReaderOptions, TfRecordReader};
 
 use crate::common::{CompressionArg, error_offset, message_without_file};
 
@@ -60,6 +60,11 @@ pub(crate) struct VerifyArgs {
     /// How the files are compressed.
     #[arg(long, value_enum, value_name = "COMPRESSION", default_value_t)]
     compression: CompressionArg,
+
+    /// Read local files with read(2) into buffers instead of mapping them into memory (as
+    /// `mmap = false` in a pipeline's `[source]`).
+    #[arg(long)]
+    no_mmap: bool,
 }
 
 /// The verification of one file.
@@ -112,7 +117,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
     let check_all = || -> Vec<FileReport> {
         paths
             .par_iter()
-            .map(|path| verify_file(path, options))
+            .map(|path| verify_file(path, options, !args.no_mmap))
             .collect()
     };
     let remote = paths
@@ -246,12 +251,53 @@ fn verify_remote(paths: &[PathBuf], options: ReaderOptions) -> Vec<FileReport> {
         .collect()
 }
 
-/// Reads every record of one file: open, iterate, count. Nothing is computed per record beyond
-/// what the reader does (both checksums).
-fn verify_file(path: &Path, options: ReaderOptions) -> FileReport {
+/// Reads every record of one file: open (mapped, if `mmap` and the system agrees), iterate,
+/// count. Nothing is computed per record beyond what the reader does (both checksums).
+fn verify_file(path: &Path, options: ReaderOptions, mmap: bool) -> FileReport {
     let name = path.display().to_string();
+    if mmap && !crate::input::is_url(&name) {
+        match sluice_storage::map_file(path) {
+            Ok(Some(data)) => {
+                let bytes = data.len() as u64;
+                let plain = match options.compression {
+                    Compression::None => true,
+                    Compression::Gzip | Compression::Zlib => false,
+                    Compression::Auto => {
+                        Compression::detect(&data[..data.len().min(12)]) == Compression::None
+                    }
+                };
+                let reader = if plain {
+                    TfRecordReader::over_bytes(data, empty(), name.as_str(), options)
+                } else {
+                    use bytes::Buf;
+                    let input: Box<dyn io::Read + Send> = Box::new(data.reader());
+                    TfRecordReader::new(input, name.as_str(), options)
+                };
+                return verify_reader(name, bytes, reader);
+            }
+            Ok(None) => {}
+            Err(err) => return unreadable(name, format!("cannot open: {err}")),
+        }
+    }
     let opened = crate::input::open(&name);
     verify_opened(name, opened, options)
+}
+
+/// An empty input, the rest of a mapped file.
+fn empty() -> Box<dyn io::Read + Send> {
+    Box::new(io::empty())
+}
+
+/// The report of a file that could not be opened.
+fn unreadable(name: String, error: String) -> FileReport {
+    FileReport {
+        path: name,
+        records: 0,
+        bytes: 0,
+        status: Status::Damaged,
+        error: Some(error),
+        error_offset: None,
+    }
 }
 
 /// [`verify_file`] of a file already opened (or that could not be).
@@ -260,20 +306,21 @@ fn verify_opened(
     opened: std::result::Result<(Box<dyn io::Read + Send>, u64), String>,
     options: ReaderOptions,
 ) -> FileReport {
-    let (file, bytes) = match opened {
-        Ok(opened) => opened,
-        Err(err) => {
-            return FileReport {
-                path: name,
-                records: 0,
-                bytes: 0,
-                status: Status::Damaged,
-                error: Some(err),
-                error_offset: None,
-            };
+    match opened {
+        Ok((file, bytes)) => {
+            let reader = TfRecordReader::new(file, name.as_str(), options);
+            verify_reader(name, bytes, reader)
         }
-    };
-    let mut reader = TfRecordReader::new(file, name.as_str(), options);
+        Err(err) => unreadable(name, err),
+    }
+}
+
+/// Reads every record of `reader` (of the file `name`, `bytes` long on disk).
+fn verify_reader(
+    name: String,
+    bytes: u64,
+    mut reader: TfRecordReader<Box<dyn io::Read + Send>>,
+) -> FileReport {
     let mut error = None;
     loop {
         match reader.read_record() {

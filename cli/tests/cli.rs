@@ -367,25 +367,49 @@ fn verify_a_glob_of_good_shards() {
 #[test]
 fn verify_reports_damage_with_tensorflows_message() {
     let path = fixture("corrupt_data_crc.tfrecord");
-    let (code, stdout, _) = run(&["verify", "--json", &path, &fixture("examples.tfrecord.gz")]);
-    assert_eq!(code, 1);
-    let report: Value = serde_json::from_slice(&stdout).unwrap();
-    assert_eq!(report["damaged_files"], 1);
-    let damaged = &report["files"][0];
-    assert_eq!(damaged["path"], path.as_str());
-    assert_eq!(damaged["status"], "damaged");
-    assert_eq!(damaged["records"], 1);
-    assert_eq!(damaged["bytes"], 15491);
-    assert_eq!(damaged["error"], "corrupted record at 268");
-    assert_eq!(damaged["error_offset"], 268);
-    assert_eq!(report["files"][1]["status"], "ok");
-    assert_eq!(report["files"][1]["records"], 64);
+    // Mapped (the default) and read with read(2): the same report.
+    for read in [None, Some("--no-mmap")] {
+        let mut args = vec!["verify", "--json", &path];
+        let gz = fixture("examples.tfrecord.gz");
+        args.push(&gz);
+        args.extend(read);
+        let (code, stdout, _) = run(&args);
+        assert_eq!(code, 1);
+        let report: Value = serde_json::from_slice(&stdout).unwrap();
+        assert_eq!(report["damaged_files"], 1);
+        let damaged = &report["files"][0];
+        assert_eq!(damaged["path"], path.as_str());
+        assert_eq!(damaged["status"], "damaged");
+        assert_eq!(damaged["records"], 1);
+        assert_eq!(damaged["bytes"], 15491);
+        assert_eq!(damaged["error"], "corrupted record at 268");
+        assert_eq!(damaged["error_offset"], 268);
+        assert_eq!(report["files"][1]["status"], "ok");
+        assert_eq!(report["files"][1]["records"], 64);
+    }
 
-    for (name, message) in [
-        ("corrupt_length_crc.tfrecord", "corrupted record at 480"),
-        ("truncated.tfrecord", "truncated record at 15224"),
+    for (name, message, read) in [
+        (
+            "corrupt_length_crc.tfrecord",
+            "corrupted record at 480",
+            None,
+        ),
+        ("truncated.tfrecord", "truncated record at 15224", None),
+        (
+            "corrupt_length_crc.tfrecord",
+            "corrupted record at 480",
+            Some("--no-mmap"),
+        ),
+        (
+            "truncated.tfrecord",
+            "truncated record at 15224",
+            Some("--no-mmap"),
+        ),
     ] {
-        let (code, stdout, _) = run(&["verify", &fixture(name)]);
+        let file = fixture(name);
+        let mut args = vec!["verify", &file];
+        args.extend(read);
+        let (code, stdout, _) = run(&args);
         assert_eq!(code, 1);
         let table = String::from_utf8(stdout).unwrap();
         assert!(

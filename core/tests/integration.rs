@@ -24,6 +24,7 @@ mod image_folder;
 mod image_ops;
 mod image_ops_batch;
 mod map_chunks;
+mod mapped_files;
 mod memory_budget;
 mod observe;
 mod parse_example_fast;

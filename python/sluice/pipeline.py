@@ -1067,6 +1067,7 @@ def tfrecord(
     dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     max_record_len: Optional[int] = None,
     buffer_size: Optional[int] = None,
+    mmap: Optional[bool] = None,
     global_shuffle: bool = False,
     index_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     num_parallel: NumParallel = None,
@@ -1084,6 +1085,8 @@ def tfrecord(
     is pickled) but are never printed.
 
     ``compression``: ``"auto"`` (per file), ``"none"``, ``"gzip"``, ``"zlib"``.
+    ``mmap`` (default ``True``): local files are mapped into memory and records are
+    slices of the mapping, not copies; ``False`` reads them with ``read(2)`` into buffers.
     ``shuffle_files`` shuffles the file list each epoch. ``global_shuffle`` reads every
     record once per epoch in a seeded global permutation (uncompressed files).
     """
@@ -1100,6 +1103,7 @@ def tfrecord(
         "dir": os.fspath(dir) if dir is not None else None,
         "max_record_len": max_record_len,
         "buffer_size": buffer_size,
+        "mmap": mmap,
         "global_shuffle": global_shuffle or None,
         "index_dir": os.fspath(index_dir) if index_dir is not None else None,
         "num_parallel": _num_parallel(num_parallel),

@@ -80,9 +80,11 @@ def test_images_match_tensorflow_decode(fixtures):
             assert image.mean() == pytest.approx(expect["tf_decoded_mean"], abs=JPEG_MEAN_TOLERANCE)
 
 
-def test_raw_records_match(fixtures):
+@pytest.mark.parametrize("mmap", [None, True, False])
+def test_raw_records_match(fixtures, mmap):
+    # Mapped (the default for local files) or read into buffers: the same records.
     want = json.loads((fixtures / "raw_records.json").read_text())
-    got = sluice.tfrecord(str(fixtures / "raw_records.tfrecord")).collect()
+    got = sluice.tfrecord(str(fixtures / "raw_records.tfrecord"), mmap=mmap).collect()
     assert [len(e["record"].item()) for e in got] == [w["len"] for w in want]
     assert [hashlib.sha256(e["record"].item()).hexdigest() for e in got] == [w["sha256"] for w in want]
 

@@ -36,6 +36,10 @@ mod error;
 mod list;
 mod listed;
 mod location;
+// Maps files and guards the mappings against SIGBUS: `unsafe` by nature, each block says why
+// it is sound.
+#[allow(unsafe_code)]
+mod mapped;
 mod options;
 mod reader;
 mod runtime;
@@ -50,6 +54,7 @@ pub use error::{Error, Result};
 pub use list::expand;
 pub use listed::listed_size;
 pub use location::{Location, is_url};
+pub use mapped::{map_file, zero_filled_pages};
 pub use options::{ReadOptions, StorageOptions, is_option_key};
 pub use reader::{RemoteObject, RemoteReader, open, open_ahead, open_ahead_at, size};
 pub use stats::{StoreStats, stats};

@@ -31,6 +31,7 @@ use super::inputs::CombineSpec;
 /// dir = "data"                      # optional; `sluice run --data DIR` replaces it
 /// files = ["train.tfrecord-*"]      # or one string
 /// compression = "auto"              # auto | none | gzip | zlib
+/// mmap = true                       # read local files mapped, records not copied
 /// shuffle_files = false             # reshuffle the file list each epoch (seeded)
 /// global_shuffle = false            # every record once per epoch, in a seeded global order
 /// index_dir = "/tmp/idx"            # global shuffle only: where record indexes are kept
@@ -59,6 +60,9 @@ pub struct SourceSpec {
     pub max_record_len: Option<u64>,
     /// Read-ahead buffer per open file, in bytes. Default 256 KiB.
     pub buffer_size: Option<usize>,
+    /// Map local files into memory and read records where they lie instead of copying them
+    /// into read buffers. Default true; see [`TfRecordSpec::mmap`].
+    pub mmap: Option<bool>,
     /// Read every record of every file exactly once per epoch in a seeded global
     /// permutation, through record indexes
     /// ([`global_shuffle`](crate::Dataset::tfrecord_global_shuffle)), instead of file after file.
@@ -89,6 +93,7 @@ impl SourceSpec {
             shuffle_files: false,
             max_record_len: None,
             buffer_size: None,
+            mmap: None,
             global_shuffle: false,
             index_dir: None,
             num_parallel: None,
@@ -214,6 +219,7 @@ impl SourceSpec {
             compression: self.compression,
             max_record_len: self.max_record_len.unwrap_or(d.max_record_len),
             buffer_size: self.buffer_size.unwrap_or(d.buffer_size),
+            mmap: self.mmap.unwrap_or(d.mmap),
             storage: self.storage.clone(),
         }
     }
@@ -503,6 +509,8 @@ pub(crate) struct TfRecordKeys {
     max_record_len: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     buffer_size: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mmap: Option<bool>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     global_shuffle: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -621,6 +629,7 @@ impl SourceSpec {
                 spec.compression = k.compression;
                 spec.max_record_len = k.max_record_len;
                 spec.buffer_size = k.buffer_size;
+                spec.mmap = k.mmap;
                 spec.global_shuffle = k.global_shuffle;
                 spec.index_dir = k.index_dir;
                 spec.num_parallel = k.num_parallel;
@@ -665,6 +674,7 @@ impl Serialize for SourceSpec {
                 compression: self.compression,
                 max_record_len: self.max_record_len,
                 buffer_size: self.buffer_size,
+                mmap: self.mmap,
                 global_shuffle: self.global_shuffle,
                 index_dir: self.index_dir.clone(),
                 num_parallel: self.num_parallel,

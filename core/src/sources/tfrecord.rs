@@ -32,8 +32,13 @@ pub struct TfRecordSpec {
     pub compression: Compression,
     /// Largest record accepted, in bytes (default 1 GiB).
     pub max_record_len: u64,
-    /// Read-ahead buffer per open file, in bytes (default 256 KiB).
+    /// Read-ahead buffer per open file, in bytes (default 256 KiB); not used for a mapped file.
     pub buffer_size: usize,
+    /// Map local files into memory and hand out records as slices of the mapping, instead of
+    /// copying them into read buffers (default true; see [`sluice_storage::map_file`]).
+    /// Compressed files and URLs are read as streams either way.
+    #[serde(skip_serializing_if = "is_true")]
+    pub mmap: bool,
     /// How URLs are reached and read (credentials, endpoint, block size, requests in
     /// flight); empty: the environment's and the defaults.
     #[serde(skip_serializing_if = "StorageSpec::is_empty")]
@@ -47,9 +52,15 @@ impl Default for TfRecordSpec {
             compression: d.compression,
             max_record_len: d.max_record_len,
             buffer_size: d.buffer_size,
+            mmap: true,
             storage: StorageSpec::default(),
         }
     }
+}
+
+/// `mmap`'s default, left out of the spec's parameters (and fingerprints) when it holds.
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 pub(crate) mod compression_str {
@@ -121,35 +132,73 @@ impl TfRecordSpec {
         };
         // An epoch resumed on another number of hosts may start part way into the file,
         // at a record before which this host's records are all done (uncompressed files).
-        let start = ctx
-            .resume_seek(file_index)
-            .filter(|_| self.uncompressed(path));
-        let offset = start.map_or(0, |(_, offset)| offset);
-        let input: Box<dyn Read + Send> = if sluice_storage::is_url(path) {
-            let location = sluice_storage::Location::parse(path)?;
-            // The lookup and first requests go out now; errors come with the first read
-            // (and name the URL and offset).
-            sluice_storage::open_ahead_at(&location, &self.storage.to_options(), offset)?
-        } else {
-            let mut file = File::open(path).map_err(|error| Error::Io {
+        let resume = ctx.resume_seek(file_index);
+        let local = !sluice_storage::is_url(path);
+        let mapped = if local && self.mmap {
+            sluice_storage::map_file(std::path::Path::new(path)).map_err(|error| Error::Io {
                 path: path.into(),
                 error,
-            })?;
-            if offset > 0 {
-                use std::io::{Seek, SeekFrom};
-                file.seek(SeekFrom::Start(offset))
-                    .map_err(|error| Error::Io {
+            })?
+        } else {
+            None
+        };
+        let reader = match mapped {
+            Some(data) => {
+                let plain = match self.compression {
+                    Compression::None => true,
+                    Compression::Gzip | Compression::Zlib => false,
+                    Compression::Auto => {
+                        Compression::detect(&data[..data.len().min(12)]) == Compression::None
+                    }
+                };
+                let empty: Box<dyn Read + Send> = Box::new(std::io::empty());
+                match resume {
+                    // A resumed file's offset is where a record starts, inside the file (an
+                    // offset past its end reads as its end, as a seek there would).
+                    Some((index, offset)) if plain => {
+                        let from =
+                            usize::try_from(offset).map_or(data.len(), |o| o.min(data.len()));
+                        TfRecordReader::over_bytes(data.slice(from..), empty, path, options)
+                            .starting_at(offset, index)
+                    }
+                    _ if plain => TfRecordReader::over_bytes(data, empty, path, options),
+                    _ => {
+                        use bytes::Buf;
+                        let input: Box<dyn Read + Send> = Box::new(data.reader());
+                        TfRecordReader::new(input, path, options)
+                    }
+                }
+            }
+            None => {
+                let start = resume.filter(|_| self.uncompressed(path));
+                let offset = start.map_or(0, |(_, offset)| offset);
+                let input: Box<dyn Read + Send> = if local {
+                    let mut file = File::open(path).map_err(|error| Error::Io {
                         path: path.into(),
                         error,
                     })?;
+                    if offset > 0 {
+                        use std::io::{Seek, SeekFrom};
+                        file.seek(SeekFrom::Start(offset))
+                            .map_err(|error| Error::Io {
+                                path: path.into(),
+                                error,
+                            })?;
+                    }
+                    Box::new(file)
+                } else {
+                    let location = sluice_storage::Location::parse(path)?;
+                    // The lookup and first requests go out now; errors come with the first
+                    // read (and name the URL and offset).
+                    sluice_storage::open_ahead_at(&location, &self.storage.to_options(), offset)?
+                };
+                match start {
+                    Some((index, offset)) => {
+                        TfRecordReader::new(input, path, options).starting_at(offset, index)
+                    }
+                    None => TfRecordReader::new(input, path, options),
+                }
             }
-            Box::new(file)
-        };
-        let reader = match start {
-            Some((index, offset)) => {
-                TfRecordReader::new(input, path, options).starting_at(offset, index)
-            }
-            None => TfRecordReader::new(input, path, options),
         };
         Ok(Box::new(FileRecords {
             reader,

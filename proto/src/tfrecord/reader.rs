@@ -203,6 +203,24 @@ impl<R: Read> TfRecordReader<R> {
         }
     }
 
+    /// A reader of an uncompressed stream that begins with `data`, bytes already in memory (a
+    /// mapped file, say), and goes on with `rest` (usually empty): records inside `data` are
+    /// slices of it, not copies. The configured compression is ignored (taken to be none);
+    /// [`starting_at`](Self::starting_at) places `data` part way into a file.
+    pub fn over_bytes(
+        data: Bytes,
+        rest: R,
+        name: impl Into<Arc<str>>,
+        options: ReaderOptions,
+    ) -> Self {
+        let mut reader = TfRecordReader::new(rest, name, options);
+        reader.options.compression = Compression::None;
+        reader.compression = Compression::None;
+        reader.input = reader.raw.take().map(Input::Plain);
+        reader.buf = data;
+        reader
+    }
+
     /// This reader over an uncompressed stream whose `input` starts at byte `offset` of the
     /// file, where record `index` starts (a reader resuming a file part way): records and
     /// errors are numbered and placed as from the file's start. Compression is taken to be
