@@ -19,6 +19,7 @@ use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TryRecvError, bounde
 use crate::autotune::Knob;
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::executor::gate::Gate;
 use crate::executor::parallel::guarded;
 use crate::run::BuildContext;
 use crate::run::ledger::{Account, bytes_of};
@@ -54,13 +55,15 @@ impl PrefetchStream {
     /// interleave's file reader) rather than waiting on another stage (prefetch).
     ///
     /// With a knob (`prefetch(auto)`), the buffer holds at most `knob.get()` chunks (and
-    /// never more than `capacity` elements).
+    /// never more than `capacity` elements). With a gate, the thread pulls a chunk only while
+    /// it holds one of the gate's permits (threads sharing a CPU budget).
     pub(crate) fn start(
         mut upstream: BoxStream,
         capacity: usize,
         chunk: usize,
         upstream_is_work: bool,
         knob: Option<Arc<Knob>>,
+        gate: Option<Arc<Gate>>,
         ctx: &BuildContext,
     ) -> Self {
         let chunk = chunk.clamp(1, capacity.max(1));
@@ -84,6 +87,15 @@ impl PrefetchStream {
                 // handed on first.
                 let mut pending: Option<Result<Element>> = None;
                 while !ended {
+                    // Not timed: neither work nor waiting on the stages around it.
+                    let permit = match &gate {
+                        Some(gate) => match gate.acquire(|| shutdown.is_set() || stopped()) {
+                            Some(permit) => Some(permit),
+                            None if shutdown.is_set() => return None,
+                            None => return Some((pending.into_iter().collect(), upstream)),
+                        },
+                        None => None,
+                    };
                     let t = Instant::now();
                     let mut waited = Duration::ZERO;
                     let mut items: Chunk = Vec::with_capacity(chunk);
@@ -148,6 +160,7 @@ impl PrefetchStream {
                             break;
                         }
                     }
+                    drop(permit);
                     let pulled = t.elapsed().saturating_sub(waited);
                     if upstream_is_work {
                         tctx.metrics().add_busy(pulled);

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::autotune::{Knob, KnobKind};
+use crate::autotune::KnobKind;
 use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::executor::gate::Gate;
 use crate::executor::prefetch::{Poll, PrefetchStream};
 use crate::invalid::Invalid;
 use crate::parallelism::{NumParallel, check_num_parallel};
@@ -37,14 +38,15 @@ pub struct InterleaveSpec {
     /// Consecutive records taken from one file before moving to the next. Default 1.
     #[schemars(range(min = 1))]
     pub block_length: usize,
-    /// `Sequential` (default) reads on the consumer's thread; a number gives that many open
-    /// files, at most `cycle_length`, their own reading thread with a small buffer; the
-    /// others are read on the consumer's thread. `auto` is autotuned between none (every
-    /// file read on the consumer's thread) and the CPU budget (at most `cycle_length`). It
-    /// starts at the most, so that reading uses the cores the stages after it leave idle,
-    /// except when its records go (through stages on the consumer's thread) to a stage
-    /// computing on worker threads (a parallel `map`, `image_ops`): then it starts at none,
-    /// leaving the CPUs to those workers, and adds a thread when one measurably helps (the
+    /// `Sequential` (default) reads on the consumer's thread. A number `n` gives every open
+    /// file a reading thread with a small buffer, at most `n` of them (and at most
+    /// `cycle_length`) reading at once, so that the consumer's thread reads none. `auto` is
+    /// autotuned between none (every file read on the consumer's thread) and the CPU budget
+    /// (at most `cycle_length`) reading at once. It starts at the most, so that reading uses
+    /// the cores the stages after it leave idle, except when its records go (through stages
+    /// on the consumer's thread) to a stage computing on worker threads (a parallel `map`,
+    /// `image_ops`): then it starts at none, leaving the CPUs to those workers, and adds a
+    /// reader when one measurably helps (the
     /// [`ReadingThreadsStart`](crate::optimize::ReadingThreadsStart) rule).
     pub num_parallel: NumParallel,
     /// Keep tf.data's deterministic round-robin order (default). `false` takes from any file
@@ -242,10 +244,11 @@ impl Stage for InterleaveStage {
         // `in` counts the elements read from the sub-datasets (a file's records), not the
         // input elements that name them.
         ctx.metrics().set_counts_own_inputs();
-        // Reading threads: `num_parallel` within the CPU budget, at most one per open file.
-        // With `auto`, autotune moves files between reading threads and the consumer's
-        // thread: a file opened (or an inline file read) while the knob allows one more
-        // thread gets one.
+        // Readers: `num_parallel` within the CPU budget, at most one per open file. Each open
+        // file then has a thread of its own, and a gate lets that many of them read at once
+        // (the consumer's thread reads none: it is the one thread every record crosses, and
+        // the stages after the interleave run on it). With `auto`, autotune sets how many
+        // read at once; at none, the files are read on the consumer's thread.
         let budget = ctx.options().cpu_budget.max(1);
         let (threads, knob) = match self.spec.num_parallel {
             NumParallel::Auto => {
@@ -266,6 +269,10 @@ impl Stage for InterleaveStage {
         if parallel && knob.is_none() {
             ctx.metrics().set_workers(threads);
         }
+        let gate = match &knob {
+            Some(knob) => Gate::knob(Arc::clone(knob)),
+            None => Gate::fixed(threads),
+        };
         Ok(Box::new(InterleaveStream {
             files: Some(files),
             ahead: VecDeque::new(),
@@ -273,8 +280,7 @@ impl Stage for InterleaveStage {
             cycle: 0,
             block: 0,
             parallel,
-            threads,
-            knob,
+            gate,
             spec: self.spec,
             open,
             ctx: ctx.clone(),
@@ -333,10 +339,9 @@ struct InterleaveStream {
     cycle: usize,
     block: usize,
     parallel: bool,
-    /// Slots `0..threads` are read by their own thread, the rest on the consumer's.
-    threads: usize,
-    /// Autotune's number of reading threads (`num_parallel = auto`).
-    knob: Option<Arc<Knob>>,
+    /// How many files' threads read at once; at none, files are read on the consumer's
+    /// thread.
+    gate: Arc<Gate>,
     spec: InterleaveSpec,
     open: OpenFn,
     ctx: BuildContext,
@@ -428,7 +433,7 @@ impl InterleaveStream {
             let (file, opened) = taken?;
             match opened {
                 Ok(s) => {
-                    self.slots[slot] = Some(if slot < self.threads() {
+                    self.slots[slot] = Some(if self.threaded_now() {
                         self.threaded(s)
                     } else {
                         Slot::Inline(VecDeque::new(), Some(s))
@@ -447,9 +452,9 @@ impl InterleaveStream {
         }
     }
 
-    /// Reading threads wanted now.
-    fn threads(&self) -> usize {
-        self.knob.as_ref().map_or(self.threads, |k| k.get())
+    /// Whether files are read on threads of their own now (autotune may say none).
+    fn threaded_now(&self) -> bool {
+        self.parallel && self.gate.limit() > 0
     }
 
     /// A file read on its own thread.
@@ -463,6 +468,7 @@ impl InterleaveStream {
             chunk,
             true,
             None,
+            Some(Arc::clone(&self.gate)),
             &self.ctx,
         ))
     }
@@ -526,9 +532,9 @@ impl ElementStream for InterleaveStream {
                     Err(e) => return Some(Err(e)),
                 }
             }
-            // Autotune changed the number of reading threads: this file gets one now, or
-            // gives its thread up (keeping what it had read ahead).
-            let wanted = i < self.threads();
+            // Autotune went from no readers to some, or back: this file gets a thread now,
+            // or gives its thread up (keeping what it had read ahead).
+            let wanted = self.threaded_now();
             match self.slots[i].take() {
                 Some(Slot::Inline(ahead, Some(s))) if wanted && ahead.is_empty() => {
                     self.slots[i] = Some(self.threaded(s));

@@ -133,7 +133,7 @@ impl Stage for PrefetchSpec {
         let upstream = crate::stages::single_input(inputs, "prefetch")?.open()?;
         ctx.metrics().set_workers(1);
         Ok(Box::new(PrefetchStream::start(
-            upstream, capacity, 1, false, knob, ctx,
+            upstream, capacity, 1, false, knob, None, ctx,
         )))
     }
 
