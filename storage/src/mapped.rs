@@ -35,8 +35,8 @@ use std::path::Path;
 use bytes::Bytes;
 
 /// The whole of the local file at `path`, read-only and without copying it: `None` where it
-/// is not mapped (not Linux, the guard's table is full, or the system refused the mapping),
-/// and the caller reads it as a stream instead.
+/// is not mapped (not a regular file, not Linux, the guard's table is full, or the system
+/// refused the mapping), and the caller reads it as a stream instead.
 pub fn map_file(path: &Path) -> io::Result<Option<Bytes>> {
     map_opened(&File::open(path)?)
 }
@@ -57,7 +57,12 @@ pub fn zero_filled_pages() -> u64 {
 /// [`map_file`] of an open file.
 #[cfg(target_os = "linux")]
 fn map_opened(file: &File) -> io::Result<Option<Bytes>> {
-    if file.metadata()?.len() == 0 {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        // A pipe, a device, a socket: no size to map, read as a stream.
+        return Ok(None);
+    }
+    if meta.len() == 0 {
         return Ok(Some(Bytes::new()));
     }
     // SAFETY: `Mmap::map` is unsafe because the file may change while mapped. A change of
@@ -267,6 +272,9 @@ mod tests {
         std::fs::write(&empty, b"").unwrap();
         assert_eq!(map_file(&empty).unwrap().as_deref(), Some(&b""[..]));
         assert!(map_file(&dir.path().join("missing")).is_err());
+        // Not a regular file: the caller reads it as a stream.
+        assert_eq!(map_file(Path::new("/dev/null")).unwrap(), None);
+        assert_eq!(map_file(dir.path()).ok().flatten(), None);
     }
 
     #[test]
