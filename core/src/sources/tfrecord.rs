@@ -36,7 +36,7 @@ pub struct TfRecordSpec {
     pub buffer_size: usize,
     /// Map local files into memory and hand out records as slices of the mapping, instead of
     /// copying them into read buffers (default true; see [`sluice_storage::map_file`]).
-    /// Compressed files and URLs are read as streams either way.
+    /// A compressed file is decompressed from its mapping; URLs are read as streams.
     #[serde(skip_serializing_if = "is_true")]
     pub mmap: bool,
     /// How URLs are reached and read (credentials, endpoint, block size, requests in
