@@ -259,13 +259,7 @@ fn verify_file(path: &Path, options: ReaderOptions, mmap: bool) -> FileReport {
         match sluice_storage::map_file(path) {
             Ok(Some(data)) => {
                 let bytes = data.len() as u64;
-                let plain = match options.compression {
-                    Compression::None => true,
-                    Compression::Gzip | Compression::Zlib => false,
-                    Compression::Auto => {
-                        Compression::detect(&data[..data.len().min(12)]) == Compression::None
-                    }
-                };
+                let plain = options.compression.resolve(&data) == Compression::None;
                 let reader = if plain {
                     TfRecordReader::over_bytes(data, empty(), name.as_str(), options)
                 } else {

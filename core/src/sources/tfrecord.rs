@@ -144,13 +144,7 @@ impl TfRecordSpec {
         };
         let reader = match mapped {
             Some(data) => {
-                let plain = match self.compression {
-                    Compression::None => true,
-                    Compression::Gzip | Compression::Zlib => false,
-                    Compression::Auto => {
-                        Compression::detect(&data[..data.len().min(12)]) == Compression::None
-                    }
-                };
+                let plain = self.compression.resolve(&data) == Compression::None;
                 let empty: Box<dyn Read + Send> = Box::new(std::io::empty());
                 match resume {
                     // A resumed file's offset is where a record starts, inside the file (an

@@ -31,6 +31,15 @@ impl Compression {
         }
     }
 
+    /// This compression for a stream whose first bytes are `head`: `Auto` resolved with
+    /// [`detect`](Self::detect) (which needs at most 12 bytes), any other kept as it is.
+    pub fn resolve(self, head: &[u8]) -> Compression {
+        match self {
+            Compression::Auto => Compression::detect(&head[..head.len().min(12)]),
+            c => c,
+        }
+    }
+
     /// Detects the compression from the first bytes of a stream (up to 12 are used; fewer
     /// only at the end of a stream). Never returns [`Compression::Auto`].
     pub fn detect(prefix: &[u8]) -> Compression {
