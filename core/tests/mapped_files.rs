@@ -128,3 +128,45 @@ fn a_file_cut_short_while_it_is_read_mapped_is_an_error_not_a_crash() {
     assert!(message.contains("a.tfrecord"), "{message}");
     assert!(message.contains("corrupted record"), "{message}");
 }
+
+/// Where each record's bytes lie, and the bytes.
+fn records_at(ds: &Dataset) -> Vec<(usize, Vec<u8>)> {
+    ds.collect()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let bytes = &e.tensor("record").unwrap().as_bytes_list().unwrap()[0];
+            (bytes.as_ptr() as usize, bytes.to_vec())
+        })
+        .collect()
+}
+
+fn repeated(dir: &Path, between: &str) -> Dataset {
+    let text = format!(
+        "[source]\ndir = '{}'\nfiles = ['*.tfrecord']\n\n\
+         [[stage]]\nkind = 'interleave'\ncycle_length = 2\nnum_parallel = 2\n\n\
+         {between}[[stage]]\nkind = 'repeat'\ncount = 3\n",
+        dir.display()
+    );
+    PipelineFile::from_toml(&text).unwrap().build().unwrap()
+}
+
+#[test]
+fn a_repeat_reads_every_pass_from_the_mappings_of_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("a.tfrecord"), 5, 3000, Compression::None);
+    write(&dir.path().join("b.tfrecord"), 4, 100, Compression::None);
+    let all = records_at(&repeated(dir.path(), ""));
+    assert_eq!(all.len(), 3 * 9);
+    let (first, rest) = all.split_at(9);
+    for pass in rest.chunks(9) {
+        // The same records, from the same memory: each file was mapped once. (All passes'
+        // records are alive together here, so a file mapped again would lie elsewhere.)
+        assert_eq!(pass, first);
+    }
+    // With a `cache` replaying the records, the files are read once anyway and nothing is
+    // kept for the passes: the same records either way.
+    let cached = records_at(&repeated(dir.path(), "[[stage]]\nkind = 'cache'\n\n"));
+    let bytes = |v: &[(usize, Vec<u8>)]| v.iter().map(|r| r.1.clone()).collect::<Vec<_>>();
+    assert_eq!(bytes(&cached), bytes(&all));
+}

@@ -630,6 +630,7 @@ mod tests {
                 ledger: crate::run::ByteLedger::new(1 << 30),
                 tracer: None,
                 observe: Default::default(),
+                kept_mappings: None,
             }),
             epoch: 0,
             index: 1,

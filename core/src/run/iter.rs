@@ -18,6 +18,7 @@ use crate::plan::{self, PlanNode};
 use crate::stats::PipelineStats;
 use crate::stream::BoxStream;
 
+use super::kept_mappings::KeptMappings;
 use super::{RunShared, build_node};
 use crate::sync::LockExt;
 
@@ -127,6 +128,8 @@ impl PipelineIter {
         );
         let elastic = Arc::new(elastic);
         let ledger = super::ByteLedger::new(options.ram_budget);
+        let kept_mappings = KeptMappings::wanted(&optimized.plan)
+            .then(|| KeptMappings::new(options.ram_budget / 4));
         let shared = Arc::new(RunShared {
             seed,
             options,
@@ -139,6 +142,7 @@ impl PipelineIter {
             ledger: Arc::clone(&ledger),
             tracer: observe.tracer().cloned(),
             observe: observe.clone(),
+            kept_mappings,
         });
         let sampler = crate::observe::Sampler::start(
             &observe,

@@ -8,6 +8,7 @@
 mod context;
 mod input;
 mod iter;
+pub(crate) mod kept_mappings;
 pub(crate) mod ledger;
 
 use std::collections::HashMap;
@@ -54,6 +55,8 @@ pub(crate) struct RunShared {
     pub(crate) tracer: Option<crate::observe::Tracer>,
     /// Where skips are reported.
     pub(crate) observe: crate::observe::Observe,
+    /// Mapped files kept for the passes of a `repeat` (`None`: the plan reads each once).
+    pub(crate) kept_mappings: Option<kept_mappings::KeptMappings>,
 }
 
 impl RunShared {

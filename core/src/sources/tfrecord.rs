@@ -135,7 +135,12 @@ impl TfRecordSpec {
         let resume = ctx.resume_seek(file_index);
         let local = !sluice_storage::is_url(path);
         let mapped = if local && self.mmap {
-            sluice_storage::map_file(std::path::Path::new(path)).map_err(|error| Error::Io {
+            // Under a `repeat`, the run keeps the mapping for the next pass.
+            match &ctx.shared.kept_mappings {
+                Some(kept) => kept.map(path),
+                None => sluice_storage::map_file(std::path::Path::new(path)),
+            }
+            .map_err(|error| Error::Io {
                 path: path.into(),
                 error,
             })?
