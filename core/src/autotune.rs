@@ -16,7 +16,10 @@
 //!    row, and then the next step up is tried; otherwise one step down is tried the same
 //!    way (except on the bottleneck stage, which is never given less; a stage whose
 //!    threads are busy less than 10% of the time is tried at its minimum at once), and the
-//!    knob goes back to where it was if neither helped.
+//!    knob goes back to where it was if neither helped. An `interleave` is not tried with
+//!    more reading threads while the process keeps at least 90% of its CPUs (the CPU
+//!    budget, at most the machine's) busy: a reading thread adds a thread, not CPU, and
+//!    helps only where CPUs wait on storage (the `augment` pipeline lost 3% to that probe).
 //! 3. A round that changed nothing is followed by a pause (1 s, doubling to 8 s) before the
 //!    knobs are tried again, so the tuner follows a run whose costs change. A direction
 //!    that did not help sits out the next 2, 4, 8, then 16 rounds (a probe of a worse
@@ -60,6 +63,7 @@ use serde::Serialize;
 
 use crate::executor::shutdown::Shutdown;
 use crate::metrics::{StageMetrics, StatsRegistry, bottleneck_of};
+use crate::process_cpu::process_cpu_time;
 use crate::sync::LockExt;
 
 /// The part of a run not judged, while buffers fill.
@@ -80,6 +84,9 @@ pub const MAX_BUFFER: usize = 64;
 pub const BUFFER_SHARE: f64 = 0.5;
 /// Below this busy fraction a stage's threads are tried away all at once.
 const IDLE_BUSY: f64 = 0.1;
+/// The share of its CPUs a process keeps busy from which more reading threads are not
+/// tried: they could only take CPU time from the threads that have it.
+const CPUS_BUSY: f64 = 0.9;
 /// Time for a change to take effect before its window starts.
 const SETTLE: Duration = Duration::from_millis(30);
 /// How often the tuner wakes while waiting.
@@ -179,6 +186,12 @@ impl std::fmt::Display for Decision {
     }
 }
 
+/// CPUs a run with `cpu_budget` may keep busy: the budget, at most the machine's CPUs.
+fn usable_cpus(cpu_budget: usize) -> usize {
+    let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cpu_budget.clamp(1, machine)
+}
+
 /// Knob values a previous run of the same dataset ended with, by (stage index, kind).
 pub(crate) type Learned = HashMap<(usize, KnobKind), usize>;
 
@@ -190,6 +203,8 @@ pub(crate) struct Autotuner {
     thread: Mutex<Option<JoinHandle<()>>>,
     learned: Learned,
     ram_budget: u64,
+    /// CPUs the run may keep busy: its CPU budget, at most the machine's.
+    cpus: usize,
     /// The run's statistics (weak: they hold this tuner for their snapshots) and shutdown.
     run: Option<(Weak<StatsRegistry>, Shutdown)>,
     me: Weak<Autotuner>,
@@ -203,6 +218,7 @@ impl Autotuner {
     pub(crate) fn new(
         learned: Learned,
         ram_budget: u64,
+        cpu_budget: usize,
         stats: &Arc<StatsRegistry>,
         shutdown: Shutdown,
         observe: crate::observe::Observe,
@@ -213,6 +229,7 @@ impl Autotuner {
             thread: Mutex::default(),
             learned,
             ram_budget,
+            cpus: usable_cpus(cpu_budget),
             run: Some((Arc::downgrade(stats), shutdown)),
             me: me.clone(),
             observe,
@@ -228,6 +245,7 @@ impl Autotuner {
             thread: Mutex::default(),
             learned,
             ram_budget,
+            cpus: usable_cpus(usize::MAX),
             run: None,
             me: Weak::new(),
             observe: crate::observe::Observe::new(),
@@ -579,12 +597,37 @@ impl Tuner {
                 }
             }
         }
+        let cpu_before = process_cpu_time();
+        let window = Instant::now();
         let Some(mut base) = self.measure()? else {
             return Ok(false);
         };
+        // CPUs the process kept busy over the base window (all its threads: the pipeline's
+        // and, in Python, the trainer's).
+        let busy_cpus = cpu_before
+            .zip(process_cpu_time())
+            .map(|(a, b)| b.saturating_sub(a).as_secs_f64() / window.elapsed().as_secs_f64());
         let mut changed = false;
         for &up in directions {
             if self.backing_off(knob, up) {
+                continue;
+            }
+            if up
+                && knob.kind == KnobKind::ReadingThreads
+                && busy_cpus.is_some_and(|busy| busy >= CPUS_BUSY * self.tuner.cpus as f64)
+            {
+                // A reading thread adds a thread, not CPU: it helps where the CPUs wait on
+                // storage, and here they do not (its probe would only cost throughput).
+                self.note(
+                    knob,
+                    knob.get(),
+                    format!(
+                        "kept {}: the process keeps its CPUs busy (at least {:.0}% of {}), so a reading thread would only share them",
+                        knob.get(),
+                        CPUS_BUSY * 100.0,
+                        self.tuner.cpus
+                    ),
+                );
                 continue;
             }
             // A stage whose threads are nearly idle is tried without them at once: its work

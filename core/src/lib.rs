@@ -75,6 +75,7 @@ mod metrics;
 mod options;
 mod parallelism;
 mod params;
+mod process_cpu;
 mod run;
 mod sources;
 mod stage;

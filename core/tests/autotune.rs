@@ -304,3 +304,73 @@ fn interleave_threads_come_and_go_without_changing_the_output() {
         assert_eq!(a.tensor("record"), b.tensor("record"));
     }
 }
+
+/// A reading thread adds a thread, not CPU: while the process keeps its CPUs busy (here a
+/// worker computing without pause on a CPU budget of one), the interleave is not probed
+/// with one, and the tuner says why.
+#[test]
+fn no_reading_thread_is_tried_while_the_cpus_are_busy() {
+    let _serial = serial();
+    use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
+    let dir = tempfile::tempdir().unwrap();
+    for s in 0..2 {
+        let mut w = TfRecordWriter::new(Vec::new(), Compression::None).unwrap();
+        for r in 0..200 {
+            w.write_record(format!("{s}:{r}").as_bytes()).unwrap();
+        }
+        std::fs::write(
+            dir.path().join(format!("d.tfrecord-{s}")),
+            w.finish().unwrap(),
+        )
+        .unwrap();
+    }
+    let pattern = format!("{}/d.tfrecord-*", dir.path().display());
+    let ds = Dataset::tfrecord([&pattern])
+        .unwrap()
+        .interleave(InterleaveSpec::new(2).num_parallel(NumParallel::Auto))
+        .map_with(MapSpec::parallel(NumParallel::Auto), |e, _| {
+            // ~300 µs of computing per record.
+            let start = Instant::now();
+            let mut x = 1u64;
+            while start.elapsed() < Duration::from_micros(300) {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            Ok(e)
+        })
+        .repeat(None)
+        .with_options(Options::default().with_seed(1).with_cpu_budget(1));
+    let mut it = ds.iter().unwrap();
+    let start = Instant::now();
+    let said = |s: &PipelineStats| {
+        s.autotune
+            .iter()
+            .any(|d| d.stage.starts_with("interleave") && d.reason.contains("CPUs busy"))
+    };
+    let mut n = 0;
+    while let Some(e) = it.next() {
+        e.unwrap();
+        n += 1;
+        if n % 100 == 0 && (said(&it.stats()) || start.elapsed() > Duration::from_secs(30)) {
+            break;
+        }
+    }
+    let stats = it.stats();
+    assert!(said(&stats), "{:?}", stats.autotune);
+    assert!(
+        !stats
+            .autotune
+            .iter()
+            .any(|d| d.stage.starts_with("interleave") && d.to > 0),
+        "{:?}",
+        stats.autotune
+    );
+    let note = stats
+        .autotune
+        .iter()
+        .find(|d| d.stage.starts_with("interleave"))
+        .unwrap();
+    assert_eq!(
+        (note.knob, note.from, note.to),
+        (KnobKind::ReadingThreads, 0, 0)
+    );
+}

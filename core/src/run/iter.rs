@@ -122,6 +122,7 @@ impl PipelineIter {
         let autotune = Autotuner::new(
             learned,
             options.ram_budget,
+            options.cpu_budget,
             &stats,
             shutdown.clone(),
             observe.clone(),
