@@ -47,7 +47,10 @@ pub struct InterleaveSpec {
     /// on the consumer's thread) to a stage computing on worker threads (a parallel `map`,
     /// `image_ops`): then it starts at none, leaving the CPUs to those workers, and adds a
     /// reader when one measurably helps (the
-    /// [`ReadingThreadsStart`](crate::optimize::ReadingThreadsStart) rule).
+    /// [`ReadingThreadsStart`](crate::optimize::ReadingThreadsStart) rule). A reader is not
+    /// tried while the process keeps 90% or more of its CPUs (the CPU budget, at most the
+    /// machine's) busy: a reading thread adds a thread, not CPU, and helps only where the
+    /// CPUs wait on storage.
     pub num_parallel: NumParallel,
     /// Keep tf.data's deterministic round-robin order (default). `false` takes from any file
     /// that has records ready when the next one in turn has none.
