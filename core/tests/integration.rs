@@ -9,6 +9,7 @@
 //! tests running beside them would disturb.
 
 mod adapt;
+mod cache_batches;
 mod checkpoint;
 mod columnar;
 mod crash_safety;

@@ -433,14 +433,16 @@ fn tensorboard_event_files_hold_the_timeline_as_scalars() {
     ] {
         assert!(tags.contains(tag), "{tag}: {tags:?}");
     }
-    // The elements/s of all samples together give the elements produced.
+    // The elements/s of all samples together give the elements produced: each sample's
+    // rate is over the time since the one before (the first's since the run started, step 0).
+    let mut since = 0;
     let produced: f64 = events[1..]
-        .windows(2)
-        .map(|w| {
-            let rate = w[1].summary.as_ref().unwrap().value[0]
-                .simple_value
-                .unwrap() as f64;
-            rate * (w[1].step - w[0].step) as f64 / 1e3
+        .iter()
+        .map(|e| {
+            let rate = e.summary.as_ref().unwrap().value[0].simple_value.unwrap() as f64;
+            let elapsed = (e.step - since) as f64 / 1e3;
+            since = e.step;
+            rate * elapsed
         })
         .sum();
     assert!((produced - 188.0).abs() < 188.0 * 0.1, "{produced}");

@@ -13,12 +13,14 @@
 //! | [`DecodeCropFusion`] | `image_ops` starting with `decode`, a random or centre crop (and a random flip) → one window decode | a JPEG is decoded only where the crop needs it; same pixels and draws |
 //! | [`MapAndBatchFusion`] | `batch` after `image_ops` → one stage decoding and augmenting each batch's rows in parallel into its buffer | tf.data's `map_and_batch_fusion`; off with `Options::map_and_batch_fusion = false` |
 //! | [`ReadAndBatchFusion`] | `batch` after a reader of a format that reads in chunks (`csv`, `parquet`, `arrow`) → one stage reading each batch's rows straight into its columns | no element per record and no stacking; off with `Options::map_and_batch_fusion = false` |
+//! | [`BatchBeforeCache`] | `batch` after an in-memory `cache` → `batch` before it | the cache keeps the batches: later passes hand them out without copying every element into a batch again |
 //! | [`ReadingThreadsStart`] | an `auto` `interleave` whose records go, through stages on the consumer's thread, to a stage computing on worker threads → it starts reading on the consumer's thread instead of on the CPU budget's reading threads | the workers keep the CPUs busy; reading threads would take CPU from them |
 //!
 //! Adding a rule: a type implementing [`Rule`] in its own file here, listed in
 //! [`Optimizer::default`], with tests of its own (that it applies where it should, leaves
 //! other plans alone, and that the output is the same bits with and without it).
 
+mod batch_before_cache;
 mod decode_crop_fusion;
 mod files_to_interleave;
 mod map_and_batch_fusion;
@@ -30,6 +32,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+pub use batch_before_cache::BatchBeforeCache;
 pub use decode_crop_fusion::DecodeCropFusion;
 pub use files_to_interleave::FilesToInterleave;
 pub use map_and_batch_fusion::MapAndBatchFusion;
@@ -88,12 +91,14 @@ pub struct Optimizer {
 const MAX_PASSES: usize = 8;
 
 impl Default for Optimizer {
-    /// Every rule: [`FilesToInterleave`], [`ShardPushdown`], [`DecodeCropFusion`],
-    /// [`MapAndBatchFusion`], [`ReadAndBatchFusion`], [`ReadingThreadsStart`].
+    /// Every rule: [`FilesToInterleave`], [`ShardPushdown`], [`BatchBeforeCache`],
+    /// [`DecodeCropFusion`], [`MapAndBatchFusion`], [`ReadAndBatchFusion`],
+    /// [`ReadingThreadsStart`].
     fn default() -> Self {
         Optimizer::new(vec![
             Box::new(FilesToInterleave),
             Box::new(ShardPushdown),
+            Box::new(BatchBeforeCache),
             Box::new(DecodeCropFusion),
             Box::new(MapAndBatchFusion),
             Box::new(ReadAndBatchFusion),

@@ -77,7 +77,7 @@ impl JsonSchema for CacheSpec {
             "Keeps the first complete pass and serves later passes from it: in memory \
              (counted against the RAM budget), or with `directory` on disk across runs, in a \
              file named by a fingerprint of the pipeline above the cache and the seed, so a \
-             different pipeline never reads another's cache."
+             different pipeline never reads another's cache. A `batch` right after a              memory cache runs before it (the `batch_before_cache` rule): the cache keeps              the batches, the same bits, and later passes hand them out without copying              every element into a batch again (their values are shared by every pass, so              Python arrays of them are read-only)."
                 .into(),
         );
         schema
@@ -119,6 +119,11 @@ impl CacheStage {
             spec,
             memory: Arc::default(),
         }
+    }
+
+    /// Where it caches.
+    pub(crate) fn spec(&self) -> &CacheSpec {
+        &self.spec
     }
 }
 
