@@ -40,6 +40,20 @@ fn pull_until(
     out
 }
 
+/// `files` TFRecord files `d.tfrecord-{s}` in `dir` of `records` records `"{s}:{r}"` each;
+/// their glob pattern.
+fn shards(dir: &std::path::Path, files: usize, records: usize) -> String {
+    use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
+    for s in 0..files {
+        let mut w = TfRecordWriter::new(Vec::new(), Compression::None).unwrap();
+        for r in 0..records {
+            w.write_record(format!("{s}:{r}").as_bytes()).unwrap();
+        }
+        std::fs::write(dir.join(format!("d.tfrecord-{s}")), w.finish().unwrap()).unwrap();
+    }
+    format!("{}/d.tfrecord-*", dir.display())
+}
+
 /// A map that waits (not computes) 1 ms per element: more threads always help, up to the
 /// budget, even on a loaded machine.
 fn waiting_map(ds: &Dataset, num_parallel: NumParallel) -> Dataset {
@@ -243,17 +257,8 @@ fn dropping_the_pipeline_stops_the_tuner() {
 #[test]
 fn interleave_threads_come_and_go_without_changing_the_output() {
     let _serial = serial();
-    use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
     let dir = tempfile::tempdir().unwrap();
-    for s in 0..4 {
-        let mut w = TfRecordWriter::new(Vec::new(), Compression::None).unwrap();
-        for r in 0..300 {
-            w.write_record(format!("{s}:{r}").as_bytes()).unwrap();
-        }
-        let path = dir.path().join(format!("d.tfrecord-{s}"));
-        std::fs::write(path, w.finish().unwrap()).unwrap();
-    }
-    let pattern = format!("{}/d.tfrecord-*", dir.path().display());
+    let pattern = shards(dir.path(), 4, 300);
     let build = |np: NumParallel| {
         Dataset::tfrecord([&pattern])
             .unwrap()
@@ -311,20 +316,8 @@ fn interleave_threads_come_and_go_without_changing_the_output() {
 #[test]
 fn no_reading_thread_is_tried_while_the_cpus_are_busy() {
     let _serial = serial();
-    use sluice_core::proto::tfrecord::{Compression, TfRecordWriter};
     let dir = tempfile::tempdir().unwrap();
-    for s in 0..2 {
-        let mut w = TfRecordWriter::new(Vec::new(), Compression::None).unwrap();
-        for r in 0..200 {
-            w.write_record(format!("{s}:{r}").as_bytes()).unwrap();
-        }
-        std::fs::write(
-            dir.path().join(format!("d.tfrecord-{s}")),
-            w.finish().unwrap(),
-        )
-        .unwrap();
-    }
-    let pattern = format!("{}/d.tfrecord-*", dir.path().display());
+    let pattern = shards(dir.path(), 2, 200);
     let ds = Dataset::tfrecord([&pattern])
         .unwrap()
         .interleave(InterleaveSpec::new(2).num_parallel(NumParallel::Auto))
