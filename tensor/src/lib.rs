@@ -28,8 +28,8 @@
 //!   copied.
 //! - [`Shared`] is the cheaply cloneable slice behind the other dtypes; buffers of at least
 //!   [`pool::MIN_POOLED_BYTES`] go back to the [`pool`] when the last reference drops and are
-//!   reused for the next buffer of a similar size (on Linux, large ones are backed by
-//!   transparent huge pages).
+//!   reused for the next buffer of a similar size (on Linux, backed by transparent huge
+//!   pages when `SLUICE_HUGE_PAGES=1`).
 //! - [`Error`] has one variant per kind of failure (value count, dtype or shape mismatch,
 //!   row out of range, ...).
 // One `unsafe` block: the madvise(MADV_HUGEPAGE) call in `pool.rs`.

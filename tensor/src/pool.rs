@@ -7,7 +7,8 @@
 //! [`MIN_POOLED_BYTES`] are therefore kept when their last reference drops and reused for
 //! the next buffer of a similar size, the most recently returned first (its memory is the
 //! likeliest to still be in the cache). The pool holds at most [`MAX_POOLED`] buffers and
-//! [`MAX_POOLED_BYTES`] per value type.
+//! [`MAX_POOLED_BYTES`] per value type. New buffers get ordinary pages unless
+//! `SLUICE_HUGE_PAGES=1` asks for transparent huge pages (see `advise_huge_pages`).
 
 use std::sync::Mutex;
 
@@ -93,14 +94,28 @@ pub fn take_filled<T: Poolable + Copy + Default>(len: usize) -> Vec<T> {
 /// Size of a transparent huge page on x86_64 and most aarch64 kernels.
 const HUGE_PAGE: usize = 2 << 20;
 
-/// Asks the kernel to back the whole 2 MiB pages inside `v`'s allocation with transparent
-/// huge pages, when it is large enough to hold one (Linux; elsewhere nothing). A batch
-/// buffer (38 MB for 64 images of 224×224×3 `f32`) then takes ~20 page faults instead of
-/// ~9,400 and its writes miss the TLB far less often. Only advice: where the kernel has
-/// transparent huge pages off (or on for every mapping) nothing changes.
+/// Whether `SLUICE_HUGE_PAGES=1` asks for huge pages (read once per process).
+#[cfg(target_os = "linux")]
+fn huge_pages_wanted() -> bool {
+    static WANTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WANTED.get_or_init(|| std::env::var("SLUICE_HUGE_PAGES").as_deref() == Ok("1"))
+}
+
+/// With `SLUICE_HUGE_PAGES=1` in the environment, asks the kernel to back the whole 2 MiB
+/// pages inside `v`'s allocation with transparent huge pages, when it is large enough to
+/// hold one (Linux; elsewhere nothing): a batch buffer (38 MB for 64 images of 224×224×3
+/// `f32`) then takes ~20 page faults instead of ~9,400 and its writes miss the TLB less.
+///
+/// Off by default: in a VM whose host takes back the guest's free memory (free page
+/// reporting hands it free 2 MiB blocks), a huge page touched for the first time is backed
+/// by the host then, and a process's first batch buffers cost far more than with 4 KiB
+/// pages, which come from memory the guest used recently (`augment` right after another
+/// process freed its memory: 5,157–5,575 images/s with huge pages, 5,728–5,919 without;
+/// with warm memory the same either way; BENCHMARKS.md). On a machine where huge pages
+/// measure faster (+3.8 % on an earlier VM), set the variable.
 fn advise_huge_pages<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
-    {
+    if huge_pages_wanted() {
         let start = v.as_ptr() as usize;
         let end = start + bytes_of::<T>(v.capacity());
         let first = start.next_multiple_of(HUGE_PAGE);
