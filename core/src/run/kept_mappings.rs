@@ -26,6 +26,7 @@ use bytes::Bytes;
 use crate::plan::PlanNode;
 use crate::stages::cache::CacheStage;
 use crate::stages::repeat::RepeatSpec;
+use crate::sync::LockExt;
 
 /// The mappings a run keeps for the passes of its `repeat`.
 #[derive(Debug)]
@@ -95,23 +96,22 @@ impl KeptMappings {
     pub(crate) fn map(&self, path: &str) -> io::Result<Option<Bytes>> {
         let stamp = Stamp::of(Path::new(path))?;
         {
-            let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-            match kept.files.get(path) {
-                Some((s, data)) if *s == stamp => return Ok(Some(data.clone())),
-                Some(_) => {
-                    // Changed since it was mapped: forget the old mapping (records still
-                    // holding it keep it alive until they go).
-                    if let Some((_, old)) = kept.files.remove(path) {
-                        kept.bytes -= old.len() as u64;
-                    }
-                }
-                None => {}
+            let mut kept = self.kept.locked();
+            if let Some((s, data)) = kept.files.get(path)
+                && *s == stamp
+            {
+                return Ok(Some(data.clone()));
+            }
+            // Changed since it was mapped (or never kept): forget any old mapping (records
+            // still holding it keep it alive until they go).
+            if let Some((_, old)) = kept.files.remove(path) {
+                kept.bytes -= old.len() as u64;
             }
         }
         let Some(data) = sluice_storage::map_file(Path::new(path))? else {
             return Ok(None);
         };
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = self.kept.locked();
         let len = data.len() as u64;
         if kept.files.len() < Self::MAX_FILES
             && kept.bytes + len <= self.limit
@@ -126,7 +126,7 @@ impl KeptMappings {
     /// Bytes of mappings kept now.
     #[cfg(test)]
     fn bytes(&self) -> u64 {
-        self.kept.lock().unwrap().bytes
+        self.kept.locked().bytes
     }
 }
 

@@ -93,8 +93,6 @@ impl TfRecordSpec {
     /// as configured, or, for `auto`, as its first bytes say.
     fn uncompressed(&self, path: &str) -> bool {
         match self.compression {
-            Compression::None => true,
-            Compression::Gzip | Compression::Zlib => false,
             Compression::Auto => {
                 let head = if sluice_storage::is_url(path) {
                     sluice_storage::Location::parse(path)
@@ -111,8 +109,9 @@ impl TfRecordSpec {
                         .ok()
                         .map(|_| head)
                 };
-                head.is_some_and(|h| Compression::detect(&h) == Compression::None)
+                head.is_some_and(|h| Compression::Auto.resolve(&h) == Compression::None)
             }
+            configured => configured == Compression::None,
         }
     }
 
