@@ -337,6 +337,10 @@ fn fused_equals_one_by_one(crop: ImageOp) {
         let n = encoded.shape()[0];
         let got = got.tensor("image").unwrap();
         assert_eq!(got.shape(), &[n, 20, 22, 3]);
+        // The batch's values start at a cache line, so rows whose size is a multiple of one
+        // are streamed out from the registers.
+        let start = got.as_f32().unwrap().as_ptr() as usize;
+        assert_eq!(start % 64, 0, "batch buffer at {start:#x}");
         for i in 0..n {
             let want = one_by_one(
                 &encoded.row(i).unwrap(),

@@ -9,8 +9,9 @@
 //! - `u8/to_unit_brightness_contrast_normalize`: the whole tail from decoded pixels as
 //!   separate ops; `u8/point_chain_*`: the same as one `PointChain` pass (bit-identical),
 //!   into a new tensor, into an existing buffer, or into the next slot of a 64-image batch
-//!   buffer (as `image_ops` writes a batch: 38 MB, in no cache; `SLUICE_STREAM_STORES=0`
-//!   or `1` turns streaming stores off or on);
+//!   buffer (as `image_ops` writes a batch: 38 MB, in no cache, its values starting at a
+//!   cache line, or 16 bytes after one; `SLUICE_STREAM_STORES=0` or `1` turns streaming
+//!   stores off or on);
 //!   `u8/point_chain_without_contrast_into_a_buffer`: the same without the contrast, whose
 //!   per-channel means (summed in TensorFlow's order) are most of the pass's cost.
 //! - `f32/*`, `u8/*`: each op alone, on an `f32` image in `[0, 1]` or a `u8` image.
@@ -97,16 +98,24 @@ fn bench(c: &mut Criterion) {
         b.iter(|| chain.apply_into(black_box(&u8_img), &mut out).unwrap())
     });
     // As `image_ops` writes a batch of 64: each image into the next slot of a 38 MB buffer
-    // that no cache holds (streaming stores where they pay: `SLUICE_STREAM_STORES`).
-    let mut batch = vec![0.0f32; 64 * u8_img.len()];
-    let mut slot = 0;
-    g.bench_function("u8/point_chain_into_a_batch_buffer", |b| {
-        b.iter(|| {
-            let out = &mut batch[slot * u8_img.len()..(slot + 1) * u8_img.len()];
-            slot = (slot + 1) % 64;
-            chain.apply_into_batch_row(black_box(&u8_img), out).unwrap()
-        })
-    });
+    // that no cache holds (streaming stores where they pay: `SLUICE_STREAM_STORES`), whose
+    // values start at a cache line as `image_ops`'s do (blocks streamed from the registers),
+    // or 16 bytes after one (computed in L1, then streamed).
+    let plane = u8_img.len();
+    let mut batch = vec![0.0f32; 64 * plane + 32];
+    let aligned = batch.as_ptr().align_offset(64);
+    for (name, start) in [("", aligned), ("_16_bytes_off_a_line", aligned + 4)] {
+        let mut slot = 0;
+        g.bench_function(format!("u8/point_chain_into_a_batch_buffer{name}"), |b| {
+            b.iter(|| {
+                let at = start + slot * plane;
+                slot = (slot + 1) % 64;
+                chain
+                    .apply_into_batch_row(black_box(&u8_img), &mut batch[at..at + plane])
+                    .unwrap()
+            })
+        });
+    }
     let no_contrast = PointChain::to_unit(vec![
         PointOp::Brightness(0.1),
         PointOp::Normalize {

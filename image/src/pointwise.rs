@@ -55,6 +55,7 @@ use crate::channel_sums::{ByteSums, ChannelSums};
 use crate::color::{BLOCK, INV_255, inverse_stds, per_channel};
 use crate::decode::WindowView;
 use crate::error::{Error, Result};
+use crate::stream_store::{BlockStore, Plain};
 
 /// How `u8` values become `f32` at the start of a [`PointChain`] (`f32` images are taken
 /// as they are).
@@ -117,6 +118,13 @@ enum Store {
     /// CPU gains from them ([`crate::stream_store::pays`]), which keep the output from
     /// evicting the decoder's data from the cache. The values are the same.
     Streamed,
+}
+
+impl Store {
+    /// Whether `dst` is written with streaming stores.
+    fn streams(self, dst: &[f32]) -> bool {
+        self == Store::Streamed && crate::stream_store::pays(std::mem::size_of_val(dst))
+    }
 }
 
 /// A [`PointOp`] resolved for an image of `c` channels: per-channel parameters laid out as
@@ -207,7 +215,7 @@ impl PointChain {
                     });
                 }
             };
-            image_pass(src, dst, pixels, c, &steps, self.load, store);
+            image_pass(src, dst, pixels, c, &steps, self.load, store.streams(dst));
         }
         Ok(())
     }
@@ -237,7 +245,8 @@ impl PointChain {
             return Ok(());
         }
         let steps = self.resolve(c)?;
-        image_pass(Src::Window(view), out, h * w, c, &steps, self.load, store);
+        let stream = store.streams(out);
+        image_pass(Src::Window(view), out, h * w, c, &steps, self.load, stream);
         Ok(())
     }
 
@@ -282,7 +291,9 @@ fn check_output_len(out: &[f32], len: usize) -> Result<()> {
 /// One image through the chain: each contrast's means, then the output values. Runs the
 /// AVX-512 (F, BW, VL and VBMI: byte permutes for mirrored rows) or AVX2 build of the same
 /// code where the CPU has it (same operations, same results: only the vector width
-/// differs, and no multiply-add is fused).
+/// differs, and no multiply-add is fused). With `stream`, the output is written with
+/// streaming stores (from the registers where its blocks line up with the vector width):
+/// the same values.
 fn image_pass(
     src: Src<'_>,
     dst: &mut [f32],
@@ -290,7 +301,7 @@ fn image_pass(
     c: usize,
     steps: &[Step],
     load: PointLoad,
-    store: Store,
+    stream: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f")
@@ -302,7 +313,7 @@ fn image_pass(
         // SAFETY: `image_pass_avx512` only requires AVX-512 F, BW, VL and VBMI, which the
         // lines above checked this CPU has.
         unsafe {
-            image_pass_avx512(src, dst, pixels, c, steps, load, store)
+            image_pass_avx512(src, dst, pixels, c, steps, load, stream)
         };
         return;
     }
@@ -312,17 +323,17 @@ fn image_pass(
         // SAFETY: `image_pass_avx2` only requires AVX2, which the line above checked this
         // CPU has.
         unsafe {
-            image_pass_avx2(src, dst, pixels, c, steps, load, store)
+            image_pass_avx2(src, dst, pixels, c, steps, load, stream)
         };
         return;
     }
-    image_pass_body(src, dst, pixels, c, steps, load, store);
+    image_pass_body(src, dst, pixels, c, steps, load, stream, Plain);
 }
 
 /// [`image_pass_body`] built for a target feature: the compiler vectorizes the same code
-/// for that vector width.
+/// for that vector width, and streams a batch row's blocks with `$sink`'s stores.
 macro_rules! image_pass_for {
-    ($name:ident, $feature:literal) => {
+    ($name:ident, $feature:literal, $sink:ident) => {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feature)]
         fn $name(
@@ -332,24 +343,34 @@ macro_rules! image_pass_for {
             c: usize,
             steps: &[Step],
             load: PointLoad,
-            store: Store,
+            stream: bool,
         ) {
-            image_pass_body(src, dst, pixels, c, steps, load, store);
+            #[allow(unsafe_code)]
+            // SAFETY: this function is built for `$feature`, which includes the feature
+            // `$sink`'s stores need, and is only called where the CPU has it.
+            let sink = unsafe { crate::stream_store::$sink::new() };
+            image_pass_body(src, dst, pixels, c, steps, load, stream, sink);
         }
     };
 }
-image_pass_for!(image_pass_avx512, "avx512f,avx512bw,avx512vl,avx512vbmi");
-image_pass_for!(image_pass_avx2, "avx2");
+image_pass_for!(
+    image_pass_avx512,
+    "avx512f,avx512bw,avx512vl,avx512vbmi",
+    Stream512
+);
+image_pass_for!(image_pass_avx2, "avx2", Stream256);
 
 #[inline(always)]
-fn image_pass_body(
+#[allow(clippy::too_many_arguments)]
+fn image_pass_body<S: BlockStore>(
     src: Src<'_>,
     dst: &mut [f32],
     pixels: usize,
     c: usize,
     steps: &[Step],
     load: PointLoad,
-    store: Store,
+    stream: bool,
+    sink: S,
 ) {
     let mut steps = steps.to_vec();
     // Where a window's chunks are read to (see `eval`).
@@ -367,20 +388,28 @@ fn image_pass_body(
         }
     }
     let len = chunk_len(c);
-    if store == Store::Streamed && crate::stream_store::pays(dst.len() * 4) {
-        // A large output: each chunk computed in L1, then streamed out (the output's lines
-        // are not read before they are written; see `stream_store`).
-        let mut staged = vec![0.0f32; len];
-        for (n, chunk) in dst.chunks_mut(len).enumerate() {
-            let buf = &mut staged[..chunk.len()];
-            eval(src, n * len, buf, &steps, load, &mut gathered);
-            crate::stream_store::copy(chunk, buf);
+    if stream {
+        // A large output, whose lines are not read before they are written (see
+        // `stream_store`): each block streamed from the registers it was computed in when
+        // the blocks line up with the vector width; otherwise each chunk computed in L1,
+        // then streamed out.
+        if sink.streams(dst, BLOCK) && len.is_multiple_of(BLOCK) {
+            for (n, chunk) in dst.chunks_mut(len).enumerate() {
+                eval(src, n * len, chunk, &steps, load, &mut gathered, sink);
+            }
+        } else {
+            let mut staged = vec![0.0f32; len];
+            for (n, chunk) in dst.chunks_mut(len).enumerate() {
+                let buf = &mut staged[..chunk.len()];
+                eval(src, n * len, buf, &steps, load, &mut gathered, Plain);
+                crate::stream_store::copy(chunk, buf);
+            }
         }
         crate::stream_store::fence();
         return;
     }
     for (n, chunk) in dst.chunks_mut(len).enumerate() {
-        eval(src, n * len, chunk, &steps, load, &mut gathered);
+        eval(src, n * len, chunk, &steps, load, &mut gathered, Plain);
     }
 }
 
@@ -468,7 +497,7 @@ fn float_means(
     let mut off = 0;
     while off < plane {
         let n = len.min(plane - off);
-        eval(src, off, &mut buf[..n], steps, load, gathered);
+        eval(src, off, &mut buf[..n], steps, load, gathered, Plain);
         sums.push(&buf[..n]);
         off += n;
     }
@@ -497,13 +526,14 @@ fn chunk_len(c: usize) -> usize {
 /// one loop that takes each value through every step in registers (one instance of the
 /// loop per sequence of step kinds); longer chains run step by step over the chunk.
 #[inline(always)]
-fn eval(
+fn eval<S: BlockStore>(
     src: Src<'_>,
     start: usize,
     dst: &mut [f32],
     steps: &[Step],
     load: PointLoad,
     gathered: &mut [u8],
+    sink: S,
 ) {
     // A window is taken run by run (each within one row): a run in natural order is read in
     // place; a mirrored one is first copied in pixel-reversed order into `gathered` (at
@@ -525,14 +555,22 @@ fn eval(
             }
             other => (other, start, dst.len()),
         };
-        eval_values(values, from, &mut dst[done..done + n], steps, load);
+        eval_values(values, from, &mut dst[done..done + n], steps, load, sink);
         done += n;
     }
 }
 
-/// [`eval`] of a source held as values (not a window).
+/// [`eval`] of a source held as values (not a window); the fused loops write each block
+/// with `sink`'s stores, the step-by-step one with ordinary stores.
 #[inline(always)]
-fn eval_values(src: Src<'_>, start: usize, dst: &mut [f32], steps: &[Step], load: PointLoad) {
+fn eval_values<S: BlockStore>(
+    src: Src<'_>,
+    start: usize,
+    dst: &mut [f32],
+    steps: &[Step],
+    load: PointLoad,
+    sink: S,
+) {
     let blocked = steps.iter().all(|s| match s {
         Step::Add(_) => true,
         Step::Contrast { means, .. } => means.len() == BLOCK,
@@ -543,6 +581,7 @@ fn eval_values(src: Src<'_>, start: usize, dst: &mut [f32], steps: &[Step], load
         start,
         load,
         all: steps,
+        sink,
     };
     if blocked && steps.len() <= 3 {
         go0(&ctx, steps, dst);
@@ -552,11 +591,13 @@ fn eval_values(src: Src<'_>, start: usize, dst: &mut [f32], steps: &[Step], load
 }
 
 /// What every level of the fused-kernel composition needs.
-struct Ctx<'a> {
+struct Ctx<'a, S> {
     src: Src<'a>,
     start: usize,
     load: PointLoad,
     all: &'a [Step],
+    /// How the fused loop writes each block.
+    sink: S,
 }
 
 #[inline(always)]
@@ -590,7 +631,7 @@ macro_rules! compose {
 }
 
 #[inline(always)]
-fn go0(ctx: &Ctx<'_>, steps: &[Step], dst: &mut [f32]) {
+fn go0<S: BlockStore>(ctx: &Ctx<'_, S>, steps: &[Step], dst: &mut [f32]) {
     match steps {
         [] => load_only(ctx, dst),
         [step, rest @ ..] => compose!(ctx, step, rest, dst, |x: f32, _: usize| x, go1),
@@ -598,7 +639,12 @@ fn go0(ctx: &Ctx<'_>, steps: &[Step], dst: &mut [f32]) {
 }
 
 #[inline(always)]
-fn go1<F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_>, steps: &[Step], dst: &mut [f32], f: F) {
+fn go1<S: BlockStore, F: Fn(f32, usize) -> f32 + Copy>(
+    ctx: &Ctx<'_, S>,
+    steps: &[Step],
+    dst: &mut [f32],
+    f: F,
+) {
     match steps {
         [] => fused(ctx, dst, f),
         [step, rest @ ..] => compose!(ctx, step, rest, dst, f, go2),
@@ -606,7 +652,12 @@ fn go1<F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_>, steps: &[Step], dst: &mut
 }
 
 #[inline(always)]
-fn go2<F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_>, steps: &[Step], dst: &mut [f32], f: F) {
+fn go2<S: BlockStore, F: Fn(f32, usize) -> f32 + Copy>(
+    ctx: &Ctx<'_, S>,
+    steps: &[Step],
+    dst: &mut [f32],
+    f: F,
+) {
     match steps {
         [] => fused(ctx, dst, f),
         [step, rest @ ..] => compose!(ctx, step, rest, dst, f, go3),
@@ -614,7 +665,12 @@ fn go2<F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_>, steps: &[Step], dst: &mut
 }
 
 #[inline(always)]
-fn go3<F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_>, steps: &[Step], dst: &mut [f32], f: F) {
+fn go3<S: BlockStore, F: Fn(f32, usize) -> f32 + Copy>(
+    ctx: &Ctx<'_, S>,
+    steps: &[Step],
+    dst: &mut [f32],
+    f: F,
+) {
     if steps.is_empty() {
         fused(ctx, dst, f);
     } else {
@@ -624,31 +680,38 @@ fn go3<F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_>, steps: &[Step], dst: &mut
 
 /// `dst[j] = f(load(src[start + j]), j % BLOCK)`.
 #[inline(always)]
-fn fused<F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_>, dst: &mut [f32], f: F) {
-    let start = ctx.start;
+fn fused<S: BlockStore, F: Fn(f32, usize) -> f32 + Copy>(ctx: &Ctx<'_, S>, dst: &mut [f32], f: F) {
+    let (start, sink) = (ctx.start, ctx.sink);
     let end = start + dst.len();
     match (ctx.src, ctx.load) {
-        (Src::U8(v), PointLoad::Unit) => fused_from(&v[start..end], dst, move |x: u8, k| {
+        (Src::U8(v), PointLoad::Unit) => fused_from(&v[start..end], dst, sink, move |x: u8, k| {
             f(f32::from(x) * INV_255, k)
         }),
-        (Src::U8(v), PointLoad::Cast) => {
-            fused_from(&v[start..end], dst, move |x: u8, k| f(f32::from(x), k))
-        }
-        (Src::F32(v), _) => fused_from(&v[start..end], dst, f),
+        (Src::U8(v), PointLoad::Cast) => fused_from(&v[start..end], dst, sink, move |x: u8, k| {
+            f(f32::from(x), k)
+        }),
+        (Src::F32(v), _) => fused_from(&v[start..end], dst, sink, f),
         (Src::Window(_), _) => unreachable!("eval reads windows into a buffer first"),
     }
 }
 
 #[inline(always)]
-fn fused_from<T: Copy, F: Fn(T, usize) -> f32>(src: &[T], dst: &mut [f32], f: F) {
+fn fused_from<T: Copy, S: BlockStore, F: Fn(T, usize) -> f32>(
+    src: &[T],
+    dst: &mut [f32],
+    sink: S,
+    f: F,
+) {
     let mut blocks = dst.chunks_exact_mut(BLOCK);
     let mut from = src.chunks_exact(BLOCK);
     for (d, s) in (&mut blocks).zip(&mut from) {
         let d: &mut [f32; BLOCK] = d.try_into().expect("a block");
         let s: &[T; BLOCK] = s.try_into().expect("a block");
+        let mut v = [0.0f32; BLOCK];
         for k in 0..BLOCK {
-            d[k] = f(s[k], k);
+            v[k] = f(s[k], k);
         }
+        sink.put(d, &v);
     }
     for (k, (d, &s)) in blocks
         .into_remainder()
@@ -663,7 +726,7 @@ fn fused_from<T: Copy, F: Fn(T, usize) -> f32>(src: &[T], dst: &mut [f32], f: F)
 /// The loaded values alone (a plain loop: the compiler vectorizes it better than
 /// [`fused`] with an identity function).
 #[inline(always)]
-fn load_only(ctx: &Ctx<'_>, dst: &mut [f32]) {
+fn load_only<S>(ctx: &Ctx<'_, S>, dst: &mut [f32]) {
     let (start, end) = (ctx.start, ctx.start + dst.len());
     match (ctx.src, ctx.load) {
         (Src::U8(v), PointLoad::Unit) => {
@@ -683,7 +746,7 @@ fn load_only(ctx: &Ctx<'_>, dst: &mut [f32]) {
 
 /// [`eval`] one step at a time over the chunk (any pattern length, any number of steps).
 #[inline(always)]
-fn eval_by_steps(ctx: &Ctx<'_>, dst: &mut [f32]) {
+fn eval_by_steps<S>(ctx: &Ctx<'_, S>, dst: &mut [f32]) {
     load_only(ctx, dst);
     for step in ctx.all {
         match step {
@@ -907,22 +970,14 @@ mod tests {
         let steps = chain.resolve(c).unwrap();
         for src in [Src::U8(&raw), Src::F32(&floats)] {
             let mut widest = vec![0.0f32; raw.len()];
-            image_pass(
-                src,
-                &mut widest,
-                h * w,
-                c,
-                &steps,
-                chain.load,
-                Store::Cached,
-            );
+            image_pass(src, &mut widest, h * w, c, &steps, chain.load, false);
             // The portable body, inlined here, needs a large frame in unoptimized builds.
             let portable = std::thread::scope(|s| {
                 std::thread::Builder::new()
                     .stack_size(64 << 20)
                     .spawn_scoped(s, || {
                         let mut out = vec![0.0f32; raw.len()];
-                        image_pass_body(src, &mut out, h * w, c, &steps, chain.load, Store::Cached);
+                        image_pass_body(src, &mut out, h * w, c, &steps, chain.load, false, Plain);
                         out
                     })
                     .unwrap()
@@ -931,6 +986,82 @@ mod tests {
             });
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&portable), bits(&widest));
+        }
+    }
+
+    /// `len` values of NaN in a vector, starting `offset` values after a 64-byte boundary:
+    /// the vector and that start.
+    fn nan_at(len: usize, offset: usize) -> (Vec<f32>, usize) {
+        let v = vec![f32::NAN; len + 16 + offset + 1];
+        let start = v.as_ptr().align_offset(64) + offset;
+        (v, start)
+    }
+
+    #[test]
+    fn streamed_outputs_have_the_bits_of_cached_ones_at_every_alignment() {
+        // `image_pass` with `stream` on, whatever the CPU's vendor: blocks streamed from
+        // the registers where the output is 64-byte (AVX-512) or 32-byte (AVX2) aligned,
+        // through an L1 buffer where it is not. Rows of a window run over the chunks' and
+        // blocks' edges (280 × 3 values is no multiple of 48), and half of them mirrored.
+        let (h, w, c) = (61, 299, 3);
+        let raw = xorshift_bytes(h * w * c, 0x51ed_270b_2754_6d3b);
+        let floats: Vec<f32> = raw.iter().map(|&v| f32::from(v) / 300.0).collect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let chains = [
+            PointChain::to_unit(vec![
+                PointOp::Brightness(0.03),
+                PointOp::Contrast(0.7),
+                PointOp::Normalize {
+                    mean: vec![0.485, 0.456, 0.406],
+                    std: vec![0.229, 0.224, 0.225],
+                    scale: 1.0,
+                },
+            ]),
+            PointChain::cast(vec![PointOp::Brightness(2.0)]),
+            // Longer than the fused loops take: step by step, ordinary stores.
+            PointChain::to_unit(vec![
+                PointOp::Brightness(0.1),
+                PointOp::Contrast(1.2),
+                PointOp::Brightness(-0.1),
+                PointOp::Contrast(0.9),
+            ]),
+        ];
+        for chain in &chains {
+            let steps = chain.resolve(c).unwrap();
+            for mirror in [false, true] {
+                let win = crate::decode::Window {
+                    y: 2,
+                    x: 7,
+                    height: 57,
+                    width: 280,
+                    mirror,
+                };
+                let view = WindowView::new(&raw, w, c, win).unwrap();
+                let sources = [
+                    (Src::U8(&raw), h * w),
+                    (Src::F32(&floats), h * w),
+                    (Src::Window(view), 57 * 280),
+                ];
+                for (src, pixels) in sources {
+                    let len = pixels * c;
+                    let mut cached = vec![f32::NAN; len];
+                    image_pass(src, &mut cached, pixels, c, &steps, chain.load, false);
+                    for offset in [0, 1, 8, 12] {
+                        let (mut out, at) = nan_at(len, offset);
+                        image_pass(
+                            src,
+                            &mut out[at..at + len],
+                            pixels,
+                            c,
+                            &steps,
+                            chain.load,
+                            true,
+                        );
+                        assert_eq!(bits(&out[at..at + len]), bits(&cached), "offset {offset}");
+                        assert!(out[..at].iter().chain(&out[at + len..]).all(|v| v.is_nan()));
+                    }
+                }
+            }
         }
     }
 

@@ -87,6 +87,120 @@ pub(crate) fn fence() {
     };
 }
 
+/// How the point chain writes each block of values it computed (in registers): with
+/// ordinary stores ([`Plain`]) or, into a large output whose blocks line up with the
+/// vector width, straight from the registers with streaming stores ([`Stream512`],
+/// [`Stream256`]). Streaming from the registers, the stores drain to memory while the next
+/// values are computed; computed into an L1 buffer first and then streamed ([`copy`]), the
+/// two take turns. The values written are the same.
+pub(crate) trait BlockStore: Copy {
+    /// Writes `v` into `d`.
+    fn put<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]);
+
+    /// Whether this store streams blocks of `block` values from the start of `dst`: it
+    /// has streaming stores and those blocks are aligned for them (`false` for [`Plain`]).
+    fn streams(self, dst: &[f32], block: usize) -> bool;
+}
+
+/// Ordinary stores.
+#[derive(Clone, Copy)]
+pub(crate) struct Plain;
+
+impl BlockStore for Plain {
+    #[inline(always)]
+    fn put<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
+        *d = *v;
+    }
+
+    fn streams(self, _dst: &[f32], _block: usize) -> bool {
+        false
+    }
+}
+
+/// Streaming stores from registers of `$lanes` values (`$align` bytes), for code built
+/// with `$feature`; a block that is not aligned, and a block's last values short of a
+/// whole register, get ordinary stores.
+macro_rules! block_store_for {
+    ($name:ident, $put:ident, $feature:literal, $lanes:literal, $align:literal, $load:ident, $store:ident) => {
+        /// Streaming stores of whole registers (see [`BlockStore`]); only made where the CPU
+        /// has the instructions.
+        #[derive(Clone, Copy)]
+        pub(crate) struct $name(());
+
+        impl $name {
+            /// # Safety
+            /// The CPU must have the target feature this store's instructions need (the
+            /// macro's `$feature`): call it only from code that checked it or is built for it.
+            #[allow(unsafe_code)]
+            pub(crate) unsafe fn new() -> Self {
+                $name(())
+            }
+        }
+
+        impl BlockStore for $name {
+            #[inline(always)]
+            fn put<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
+                #[cfg(target_arch = "x86_64")]
+                if (d.as_ptr() as usize).is_multiple_of($align) {
+                    #[allow(unsafe_code)]
+                    // SAFETY: a value of this type exists only where the CPU has the
+                    // feature (`new`'s contract); `d` is aligned as checked above.
+                    unsafe {
+                        $put(d, v)
+                    };
+                    return;
+                }
+                *d = *v;
+            }
+
+            fn streams(self, dst: &[f32], block: usize) -> bool {
+                (dst.as_ptr() as usize).is_multiple_of($align) && (block * 4).is_multiple_of($align)
+            }
+        }
+
+        /// `d = v` with streaming stores for the whole registers.
+        ///
+        /// # Safety
+        /// The CPU must have the target feature; `d` must be `$align`-byte aligned.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        #[inline]
+        #[allow(unsafe_code)]
+        unsafe fn $put<const N: usize>(d: &mut [f32; N], v: &[f32; N]) {
+            use std::arch::x86_64::*;
+            let whole = N / $lanes * $lanes;
+            let (dp, vp) = (d.as_mut_ptr(), v.as_ptr());
+            let mut i = 0;
+            while i < whole {
+                // SAFETY: `i + $lanes <= N`, so both accesses are in bounds; `dp` is
+                // `$align`-byte aligned (the caller's contract) and `i` a multiple of
+                // `$lanes` values of 4 bytes, so `dp.add(i)` is too; the load is unaligned.
+                unsafe { $store(dp.add(i), $load(vp.add(i))) };
+                i += $lanes;
+            }
+            d[whole..].copy_from_slice(&v[whole..]);
+        }
+    };
+}
+block_store_for!(
+    Stream512,
+    put_stream512,
+    "avx512f",
+    16,
+    64,
+    _mm512_loadu_ps,
+    _mm512_stream_ps
+);
+block_store_for!(
+    Stream256,
+    put_stream256,
+    "avx",
+    8,
+    32,
+    _mm256_loadu_ps,
+    _mm256_stream_ps
+);
+
 /// The prefix of `dst` to copy with ordinary stores before its first `align`-byte
 /// boundary (at most `dst.len()` values).
 fn head(dst: &[f32], align: usize) -> usize {
@@ -138,6 +252,61 @@ copy_for!(copy_sse2, "sse2", 4, 16, _mm_loadu_ps, _mm_stream_ps);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `put` of a block of `N` values at each offset from a 64-byte boundary: the block's
+    /// values, nothing around it.
+    fn puts_blocks<S: BlockStore, const N: usize>(sink: S) {
+        let v: [f32; N] = std::array::from_fn(|i| i as f32 * 0.25 - 3.0);
+        let mut backing = vec![f32::NAN; N + 40];
+        let base = backing.as_ptr().align_offset(64);
+        for offset in 0..17 {
+            backing.iter_mut().for_each(|x| *x = f32::NAN);
+            let at = base + offset;
+            let d: &mut [f32; N] = (&mut backing[at..at + N]).try_into().unwrap();
+            sink.put(d, &v);
+            fence();
+            assert_eq!(&backing[at..at + N], &v[..], "offset {offset}");
+            assert!(
+                backing[..at]
+                    .iter()
+                    .chain(&backing[at + N..])
+                    .all(|x| x.is_nan())
+            );
+        }
+    }
+
+    #[test]
+    fn block_stores_write_the_block() {
+        puts_blocks::<_, 48>(Plain);
+        puts_blocks::<_, 20>(Plain);
+        assert!(!Plain.streams(&[0.0; 64], 48));
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                #[allow(unsafe_code)]
+                // SAFETY: the CPU has AVX-512F, checked on the line above.
+                let sink = unsafe { Stream512::new() };
+                puts_blocks::<_, 48>(sink);
+                puts_blocks::<_, 20>(sink);
+                let v = vec![0.0f32; 64 + 16];
+                let at = v.as_ptr().align_offset(64);
+                assert!(sink.streams(&v[at..], 48));
+                assert!(!sink.streams(&v[at + 1..], 48));
+                assert!(!sink.streams(&v[at..], 20));
+            }
+            if std::arch::is_x86_feature_detected!("avx") {
+                #[allow(unsafe_code)]
+                // SAFETY: the CPU has AVX, checked on the line above.
+                let sink = unsafe { Stream256::new() };
+                puts_blocks::<_, 48>(sink);
+                puts_blocks::<_, 20>(sink);
+                let v = vec![0.0f32; 64 + 16];
+                let at = v.as_ptr().align_offset(64);
+                assert!(sink.streams(&v[at + 8..], 48));
+                assert!(!sink.streams(&v[at + 4..], 48));
+            }
+        }
+    }
 
     #[test]
     fn copies_every_value_at_every_alignment_and_length() {

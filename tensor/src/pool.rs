@@ -91,6 +91,26 @@ pub fn take_filled<T: Poolable + Copy + Default>(len: usize) -> Vec<T> {
     v
 }
 
+/// [`take_filled`] with room for `len` values starting at an `align`-byte boundary: the
+/// vector (at least `len` values, all unspecified) and the index of that start. For a
+/// buffer written with aligned vector stores (a batch whose rows are streamed out);
+/// `align` a power of two. `Shared::new(v).slice(start..start + len)` makes it a tensor's
+/// values without a copy.
+pub fn take_filled_aligned<T: Poolable + Copy + Default>(
+    len: usize,
+    align: usize,
+) -> (Vec<T>, usize) {
+    assert!(
+        align.is_power_of_two(),
+        "take_filled_aligned: align {align} is not a power of two"
+    );
+    let slack = (align / std::mem::size_of::<T>().max(1)).saturating_sub(1);
+    let v = take_filled::<T>(len + slack);
+    // The allocation is aligned for `T`, so the start is at most `slack` values in.
+    let start = v.as_ptr().align_offset(align).min(slack);
+    (v, start)
+}
+
 /// Size of a transparent huge page on x86_64 and most aarch64 kernels.
 const HUGE_PAGE: usize = 2 << 20;
 
@@ -232,6 +252,18 @@ mod tests {
         let again: Vec<u8> = take(n);
         assert_eq!(again.as_ptr(), ptr, "the allocation came back");
         assert!(again.is_empty());
+    }
+
+    #[test]
+    fn take_filled_aligned_has_room_from_an_aligned_start() {
+        for len in [MIN_POOLED_BYTES / 4 + 3, 1000] {
+            for _ in 0..3 {
+                let (v, start): (Vec<f32>, usize) = take_filled_aligned(len, 64);
+                assert!(v.len() >= start + len);
+                assert_eq!((v[start..].as_ptr() as usize) % 64, 0);
+                give(v);
+            }
+        }
     }
 
     #[test]

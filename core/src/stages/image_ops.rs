@@ -25,7 +25,7 @@ use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stages::map::{MapSpec, run_elementwise};
 use crate::stream::BoxStream;
-use crate::tensor::{DType, Tensor, TensorData};
+use crate::tensor::{DType, Shared, Tensor, TensorData};
 
 /// Resampling for [`ImageOp::Resize`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
@@ -640,11 +640,16 @@ impl ImageOpsSpec {
             }
         };
         let plane: usize = shape.iter().product();
-        let mut out: Vec<f32> = crate::pool::take_filled(plane * rows.len());
+        let len = plane * rows.len();
+        // Aligned to a cache line, so rows whose size is a multiple of one are streamed out
+        // from the registers (`sluice_image`'s point chain).
+        let (mut buffer, at) = crate::pool::take_filled_aligned::<f32>(len, 64);
+        let out = &mut buffer[at..at + len];
         let mut batch_shape = vec![rows.len()];
         batch_shape.extend_from_slice(&shape);
+        let values = |buffer| TensorData::F32(Shared::new(buffer).slice(at..at + len));
         if plane == 0 {
-            return Ok(Tensor::new(&batch_shape, TensorData::F32(out.into()))?);
+            return Ok(Tensor::new(&batch_shape, values(buffer))?);
         }
         let done = match first {
             Some((head, chain)) => {
@@ -659,7 +664,7 @@ impl ImageOpsSpec {
             .zip(rngs[done..].par_iter_mut())
             .map(|((dst, row), rng)| self.run_row_into(plan.as_ref(), row, rng, &shape, dst))
             .collect::<Result<()>>()?;
-        Ok(Tensor::new(&batch_shape, TensorData::F32(out.into()))?)
+        Ok(Tensor::new(&batch_shape, values(buffer))?)
     }
 
     /// This stage's work on one element, with the stage's RNG key.
