@@ -29,15 +29,19 @@
 //! - [`Shared`] is the cheaply cloneable slice behind the other dtypes; buffers of at least
 //!   [`pool::MIN_POOLED_BYTES`] go back to the [`pool`] when the last reference drops and are
 //!   reused for the next buffer of a similar size (on Linux, backed by transparent huge
-//!   pages when `SLUICE_HUGE_PAGES=1`).
+//!   pages when `SLUICE_HUGE_PAGES=1`). [`BatchRows`] is a batch's buffer whose rows are
+//!   written from several threads, taken from the pool when the first row is.
 //! - [`Error`] has one variant per kind of failure (value count, dtype or shape mismatch,
 //!   row out of range, ...).
-// One `unsafe` block: the madvise(MADV_HUGEPAGE) call in `pool.rs`.
+// `unsafe` in two places: the madvise(MADV_HUGEPAGE) call in `pool.rs`, and
+// `batch_rows.rs`, which hands out a batch's rows to be written from several threads.
 #![deny(unsafe_code)]
 
+mod batch_rows;
 mod error;
 pub mod pool;
 mod tensor;
 
+pub use batch_rows::BatchRows;
 pub use error::{Error, Result};
 pub use tensor::{DType, Shape, Shared, Tensor, TensorData};

@@ -25,7 +25,7 @@ use crate::run::{BuildContext, Input};
 use crate::stage::Stage;
 use crate::stages::map::{MapSpec, run_elementwise};
 use crate::stream::BoxStream;
-use crate::tensor::{DType, Shared, Tensor, TensorData};
+use crate::tensor::{BatchRows, DType, Tensor, TensorData};
 
 /// Resampling for [`ImageOp::Resize`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
@@ -494,26 +494,27 @@ impl ImageOpsSpec {
     }
 
     /// Runs the ops on the encoded image `row` and writes the result, which must have the
-    /// batch's row shape `shape`, into `dst`. Only for ops ending in a point chain.
-    fn run_row_into(
+    /// batch's row shape `shape`, into `dst()`, asked for once the image is decoded. Only
+    /// for ops ending in a point chain.
+    fn run_row_into<'d>(
         &self,
         plan: Option<&WindowChain>,
         row: &Tensor,
         rng: &mut ElementRng,
         shape: &[usize],
-        dst: &mut [f32],
+        dst: impl FnOnce() -> &'d mut [f32],
     ) -> Result<()> {
         if let Some(plan) = plan {
             return self.run_window_chain(plan, row, rng, |view, chain| {
                 same_row_shape(shape, &view.shape())?;
-                Ok(chain.apply_view_into_batch_row(view, dst)?)
+                Ok(chain.apply_view_into_batch_row(view, dst())?)
             });
         }
         let (head, chain) = self.run_head_and_draw(row, rng)?;
         same_row_shape(shape, head.shape())?;
         Ok(chain
             .ok_or_else(|| Error::invalid("image_ops: the ops do not end in a point chain"))?
-            .apply_into_batch_row(&head, dst)?)
+            .apply_into_batch_row(&head, dst())?)
     }
 
     /// Where the op list splits: `ops[..start]` run one by one, `ops[start..end]` run as one
@@ -640,31 +641,33 @@ impl ImageOpsSpec {
             }
         };
         let plane: usize = shape.iter().product();
-        let len = plane * rows.len();
-        // Aligned to a cache line, so rows whose size is a multiple of one are streamed out
-        // from the registers (`sluice_image`'s point chain).
-        let (mut buffer, at) = crate::pool::take_filled_aligned::<f32>(len, 64);
-        let out = &mut buffer[at..at + len];
+        // Taken from the pool when the first row is decoded (usually the buffer of the
+        // batch before, dropped by then), aligned to a cache line so rows whose size is a
+        // multiple of one are streamed out from the registers (`sluice_image`'s point chain).
+        let out = BatchRows::<f32>::new(rows.len(), plane, 64);
         let mut batch_shape = vec![rows.len()];
         batch_shape.extend_from_slice(&shape);
-        let values = |buffer| TensorData::F32(Shared::new(buffer).slice(at..at + len));
-        if plane == 0 {
-            return Ok(Tensor::new(&batch_shape, values(buffer))?);
-        }
         let done = match first {
             Some((head, chain)) => {
-                chain.apply_into_batch_row(&head, &mut out[..plane])?;
+                chain.apply_into_batch_row(&head, out.row(0))?;
                 1
             }
             None => 0,
         };
-        out[done * plane..]
-            .par_chunks_mut(plane)
-            .zip(rows[done..].par_iter())
-            .zip(rngs[done..].par_iter_mut())
-            .map(|((dst, row), rng)| self.run_row_into(plan.as_ref(), row, rng, &shape, dst))
-            .collect::<Result<()>>()?;
-        Ok(Tensor::new(&batch_shape, values(buffer))?)
+        if plane > 0 {
+            (done..rows.len())
+                .into_par_iter()
+                .zip(rows[done..].par_iter())
+                .zip(rngs[done..].par_iter_mut())
+                .map(|((i, row), rng)| {
+                    self.run_row_into(plan.as_ref(), row, rng, &shape, || out.row(i))
+                })
+                .collect::<Result<()>>()?;
+        }
+        Ok(Tensor::new(
+            &batch_shape,
+            TensorData::F32(out.into_shared()),
+        )?)
     }
 
     /// This stage's work on one element, with the stage's RNG key.
