@@ -55,6 +55,11 @@ Peak RSS: the sum of the RSS of the process and all its descendants (workers inc
 every 20 ms (the list of descendants every 0.2 s) with psutil, or the process's own peak from
 wait4() if higher. A sum counts pages shared between processes once per process.
 
+After each run the driver ends what is left of its process group and removes the Python
+shared-memory segments (`/dev/shm/psm_*`) that appeared during it: Grain's worker processes
+leave theirs behind (two batches, 77 MB, per run), which would otherwise pile up as memory
+no process can use (the run's JSON line says how much, as `shm_left_mb`).
+
 Output: one JSON line per run on stdout (and in --jsonl), then the markdown table (also
 written to --out): the machine and date, per workload each system's median and min-max, the
 ratio Sluice CLI / system, median peak RSS and the RSS ratio, then the issue's targets.
@@ -185,10 +190,38 @@ def wait_quiet(limit, max_wait=600):
             return round(time.monotonic() - t, 1), used
 
 
+SHM_DIR = "/dev/shm"
+
+
+def shm_segments(shm_dir=SHM_DIR):
+    """Names of Python `multiprocessing.shared_memory` segments (`psm_*`) in shm_dir."""
+    try:
+        return {n for n in os.listdir(shm_dir) if n.startswith("psm_")}
+    except OSError:
+        return set()
+
+
+def remove_orphaned_segments(before, shm_dir=SHM_DIR):
+    """Removes the `psm_*` segments that appeared in shm_dir since `before` (a set of names)
+    and returns their total size in bytes. Called once a run's whole process group is gone:
+    a peer's worker processes ended by the group kill (Grain's) never unlink the segments
+    they made, and a driver run left ~5 GB of them in /dev/shm (memory no one could use)."""
+    freed = 0
+    for name in shm_segments(shm_dir) - before:
+        path = os.path.join(shm_dir, name)
+        try:
+            freed += os.path.getsize(path)
+            os.unlink(path)
+        except OSError:
+            pass
+    return freed
+
+
 def measure(cmd, timeout, env=None):
     """Runs cmd in its own process group; returns a dict: exit, stdout, stderr, peak_rss
     (bytes, of the tree), process_seconds, cpu_seconds (the run's), other_cpu_seconds (the
-    rest of the machine meanwhile; None without psutil), timed_out."""
+    rest of the machine meanwhile; None without psutil), timed_out, shm_left (bytes of
+    shared-memory segments the run left behind, removed)."""
     out = tempfile.TemporaryFile(mode="w+")
     err = tempfile.TemporaryFile(mode="w+")
     psutil = None
@@ -197,6 +230,7 @@ def measure(cmd, timeout, env=None):
     me = psutil.Process() if psutil else None
     mine0 = sum(me.cpu_times()[:2]) if me else 0.0
     busy0 = busy_seconds() if psutil else 0.0
+    shm0 = shm_segments()
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO, start_new_session=True)
     rss = None
@@ -229,6 +263,7 @@ def measure(cmd, timeout, env=None):
             os.killpg(proc.pid, 9)
         except (ProcessLookupError, PermissionError):
             pass
+    shm_left = remove_orphaned_segments(shm0)
     cpu = usage.ru_utime + usage.ru_stime
     other = None
     if psutil:
@@ -237,7 +272,7 @@ def measure(cmd, timeout, env=None):
     err.seek(0)
     return {"exit": os.waitstatus_to_exitcode(status), "stdout": out.read(), "stderr": err.read(),
             "peak_rss": max(peak, usage.ru_maxrss * 1024), "process_seconds": wall, "cpu_seconds": cpu,
-            "other_cpu_seconds": other, "timed_out": timed_out[0]}
+            "other_cpu_seconds": other, "timed_out": timed_out[0], "shm_left": shm_left}
 
 
 # --- what each system runs and how its output reads -------------------------------------------
@@ -310,6 +345,8 @@ def one_run(system, workload, rnd, a):
     run.update(exit=m["exit"], timed_out=m["timed_out"], process_seconds=round(m["process_seconds"], 3),
                peak_rss_mb=round(m["peak_rss"] / 2**20, 1), cpu_seconds=round(m["cpu_seconds"], 2),
                other_cpu_seconds=None if m["other_cpu_seconds"] is None else round(m["other_cpu_seconds"], 2))
+    if m["shm_left"]:
+        run["shm_left_mb"] = round(m["shm_left"] / 2**20, 1)  # removed after the run
     if m["other_cpu_seconds"] is not None:
         # Other processes took more than 10 % of all CPUs while it ran: say so.
         run["disturbed"] = m["other_cpu_seconds"] > 0.10 * (os.cpu_count() or 1) * m["process_seconds"]

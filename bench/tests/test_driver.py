@@ -127,6 +127,24 @@ def test_commands_and_dashes():
     assert driver.command("tfdata", "eval", A)[1].endswith("eval_baselines.py")
 
 
+def test_orphaned_shared_memory_is_removed():
+    import pathlib
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        shm = pathlib.Path(d)
+        (shm / "psm_before").write_bytes(b"x" * 10)
+        (shm / "other").write_bytes(b"y" * 5)
+        before = driver.shm_segments(d)
+        assert before == {"psm_before"}
+        (shm / "psm_new1").write_bytes(b"z" * 100)
+        (shm / "psm_new2").write_bytes(b"w" * 28)
+        (shm / "not_python").write_bytes(b"v" * 7)
+        assert driver.remove_orphaned_segments(before, d) == 128
+        assert sorted(p.name for p in shm.iterdir()) == ["not_python", "other", "psm_before"]
+        assert driver.remove_orphaned_segments(before, str(shm / "missing")) == 0
+
+
 if __name__ == "__main__":
     tests = [v for k, v in sorted(globals().items()) if k.startswith("test_") and callable(v)]
     failed = 0
