@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use rayon::prelude::*;
 use serde::Serialize;
-use sluice_proto::tfrecord::{Compression, ReaderOptions, TfRecordReader};
+use sluice_proto::tfrecord::{ReaderOptions, TfRecordReader};
 
 use crate::common::{CompressionArg, error_offset, message_without_file};
 
@@ -259,14 +259,7 @@ fn verify_file(path: &Path, options: ReaderOptions, mmap: bool) -> FileReport {
         match sluice_storage::map_file(path) {
             Ok(Some(data)) => {
                 let bytes = data.len() as u64;
-                let plain = options.compression.resolve(&data) == Compression::None;
-                let reader = if plain {
-                    TfRecordReader::over_bytes(data, empty(), name.as_str(), options)
-                } else {
-                    use bytes::Buf;
-                    let input: Box<dyn io::Read + Send> = Box::new(data.reader());
-                    TfRecordReader::new(input, name.as_str(), options)
-                };
+                let reader = TfRecordReader::over_file(data, name.as_str(), options);
                 return verify_reader(name, bytes, reader);
             }
             Ok(None) => {}
@@ -275,11 +268,6 @@ fn verify_file(path: &Path, options: ReaderOptions, mmap: bool) -> FileReport {
     }
     let opened = crate::input::open(&name);
     verify_opened(name, opened, options)
-}
-
-/// An empty input, the rest of a mapped file.
-fn empty() -> Box<dyn io::Read + Send> {
-    Box::new(io::empty())
 }
 
 /// The report of a file that could not be opened.

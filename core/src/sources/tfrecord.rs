@@ -147,26 +147,17 @@ impl TfRecordSpec {
             None
         };
         let reader = match mapped {
-            Some(data) => {
-                let plain = self.compression.resolve(&data) == Compression::None;
-                let empty: Box<dyn Read + Send> = Box::new(std::io::empty());
-                match resume {
-                    // A resumed file's offset is where a record starts, inside the file (an
-                    // offset past its end reads as its end, as a seek there would).
-                    Some((index, offset)) if plain => {
-                        let from =
-                            usize::try_from(offset).map_or(data.len(), |o| o.min(data.len()));
-                        TfRecordReader::over_bytes(data.slice(from..), empty, path, options)
-                            .starting_at(offset, index)
-                    }
-                    _ if plain => TfRecordReader::over_bytes(data, empty, path, options),
-                    _ => {
-                        use bytes::Buf;
-                        let input: Box<dyn Read + Send> = Box::new(data.reader());
-                        TfRecordReader::new(input, path, options)
-                    }
+            Some(data) => match resume {
+                // A resumed file's offset is where a record starts, inside the file (an
+                // offset past its end reads as its end, as a seek there would).
+                Some((index, offset)) if self.compression.resolve(&data) == Compression::None => {
+                    let from = usize::try_from(offset).map_or(data.len(), |o| o.min(data.len()));
+                    let empty: Box<dyn Read + Send> = Box::new(std::io::empty());
+                    TfRecordReader::over_bytes(data.slice(from..), empty, path, options)
+                        .starting_at(offset, index)
                 }
-            }
+                _ => TfRecordReader::over_file(data, path, options),
+            },
             None => {
                 let start = resume.filter(|_| self.uncompressed(path));
                 let offset = start.map_or(0, |(_, offset)| offset);

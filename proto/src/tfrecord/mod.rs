@@ -40,7 +40,7 @@ mod writer;
 pub use compression::Compression;
 pub use crc::{mask, masked_crc32c, unmask};
 pub use reader::{
-    CorruptionPolicy, DEFAULT_BUFFER_SIZE, DEFAULT_MAX_RECORD_LEN, FOOTER_LEN, HEADER_LEN,
-    ReaderOptions, Record, SKIPPED_LOG_LIMIT, SkippedRecord, TfRecordReader,
+    BoxedTfRecordReader, CorruptionPolicy, DEFAULT_BUFFER_SIZE, DEFAULT_MAX_RECORD_LEN, FOOTER_LEN,
+    HEADER_LEN, ReaderOptions, Record, SKIPPED_LOG_LIMIT, SkippedRecord, TfRecordReader,
 };
 pub use writer::TfRecordWriter;

@@ -181,6 +181,38 @@ impl TfRecordReader<File> {
     }
 }
 
+/// The reader of a whole file already in memory, as [`TfRecordReader::over_file`] makes it.
+pub type BoxedTfRecordReader = TfRecordReader<Box<dyn Read + Send>>;
+
+impl BoxedTfRecordReader {
+    /// A reader of a whole file already in memory (a mapped file, say). The compression
+    /// `options` name is resolved on `data`'s first bytes: records of an uncompressed file
+    /// are slices of `data` ([`over_bytes`](Self::over_bytes)), a compressed file is read
+    /// through its decoder.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use sluice_proto::tfrecord::{Compression, ReaderOptions, TfRecordReader, TfRecordWriter};
+    ///
+    /// let mut w = TfRecordWriter::new(Vec::new(), Compression::None).unwrap();
+    /// w.write_record(b"hello").unwrap();
+    /// let data = Bytes::from(w.finish().unwrap());
+    /// let records: Vec<_> = TfRecordReader::over_file(data.clone(), "mem", ReaderOptions::default())
+    ///     .collect::<Result<_, _>>()
+    ///     .unwrap();
+    /// assert_eq!(&records[0].data[..], b"hello");
+    /// // A slice of the file's bytes, not a copy.
+    /// assert_eq!(records[0].data.as_ptr(), data[12..].as_ptr());
+    /// ```
+    pub fn over_file(data: Bytes, name: impl Into<Arc<str>>, options: ReaderOptions) -> Self {
+        if options.compression.resolve(&data) == Compression::None {
+            TfRecordReader::over_bytes(data, Box::new(io::empty()), name, options)
+        } else {
+            TfRecordReader::new(Box::new(data.reader()), name, options)
+        }
+    }
+}
+
 impl<R: Read> TfRecordReader<R> {
     /// A reader over any [`Read`]; `name` identifies the stream in errors.
     pub fn new(input: R, name: impl Into<Arc<str>>, options: ReaderOptions) -> Self {
