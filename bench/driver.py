@@ -55,6 +55,12 @@ Peak RSS: the sum of the RSS of the process and all its descendants (workers inc
 every 20 ms (the list of descendants every 0.2 s) with psutil, or the process's own peak from
 wait4() if higher. A sum counts pages shared between processes once per process.
 
+Before each round the driver measures the machine's memory (`memory_probe`: the first write
+to each page of 64 MiB just mapped, then a 64 MiB copy into it) and the table's head gives
+the median and range: on a VM the host can make fresh memory several times dearer from one
+hour to the next, which moves Sluice's `augment` (602 KB of output per image) more than the
+decode-only loop.
+
 After each run the driver ends what is left of its process group and removes the Python
 shared-memory segments (`/dev/shm/psm_*`) that appeared during it: Grain's worker processes
 leave theirs behind (two batches, 77 MB, per run), which would otherwise pile up as memory
@@ -215,6 +221,32 @@ def remove_orphaned_segments(before, shm_dir=SHM_DIR):
         except OSError:
             pass
     return freed
+
+
+def memory_probe(mib=64):
+    """How this machine's memory behaves right now (a VM's host can make fresh memory far
+    dearer from one hour to the next, and Sluice's `augment`, which writes 602 KB of `f32`
+    per image, feels it more than a loop that works inside its L2): `fresh_page_us`, the
+    first write to each 4 KiB page of `mib` MiB just mapped (fault, zeroing and whatever the
+    host does), per page; `write_gb_s`, then copying `mib` MiB into those pages, now
+    touched. Standard library only (an anonymous `mmap`)."""
+    import mmap
+
+    n = mib << 20
+    page = mmap.PAGESIZE
+    m = mmap.mmap(-1, n)
+    try:
+        t = time.perf_counter()
+        for i in range(0, n, page):
+            m[i] = 1
+        fresh = time.perf_counter() - t
+        block = b"\x5a" * n
+        t = time.perf_counter()
+        m[:] = block
+        copy = time.perf_counter() - t
+    finally:
+        m.close()
+    return {"fresh_page_us": round(fresh * 1e6 / (n // page), 2), "write_gb_s": round(n / copy / 1e9, 1)}
 
 
 def measure(cmd, timeout, env=None):
@@ -512,6 +544,15 @@ def table(runs, meta):
             "the process and all its descendants, summed (psutil, polled every 20 ms)") + ".",
         "",
     ]
+    probes = meta.get("probes") or []
+    if probes:
+        fresh = [p["fresh_page_us"] for p in probes]
+        write = [p["write_gb_s"] for p in probes]
+        lines.append(
+            f"Memory before each round (`memory_probe`): the first write to a fresh 4 KiB page "
+            f"{statistics.median(fresh):.2f} µs ({min(fresh):.2f}–{max(fresh):.2f}), copying 64 MiB "
+            f"{statistics.median(write):.1f} GB/s ({min(write):.1f}–{max(write):.1f}).")
+        lines.append("")
     versions = meta.get("versions", {})
     if versions:
         lines.append("Versions: " + "; ".join(f"{LABELS.get(k, k)} {v}" for k, v in versions.items()) + ".")
@@ -613,6 +654,7 @@ def main():
         with open(a.report) as f:
             lines = [json.loads(x) for x in f if x.strip()]
         meta = next((x["meta"] for x in lines if "meta" in x), {})
+        meta["probes"] = [x["probe"] for x in lines if "probe" in x]
         text = table([x for x in lines if "workload" in x], meta)
         print(text)
         if a.out:
@@ -649,6 +691,11 @@ def main():
     runnable = [s for s in systems if s not in skipped]
     runs = []
     for rnd in range(a.rounds):
+        probe_line = {"probe": memory_probe(), "round": rnd}
+        meta.setdefault("probes", []).append(probe_line["probe"])
+        print(json.dumps(probe_line), flush=True)
+        if jsonl:
+            jsonl.write(json.dumps(probe_line) + "\n")
         for w in workloads:
             order = [s for s in runnable if w in APPLIES[s]]
             if order:

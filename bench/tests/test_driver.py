@@ -145,6 +145,19 @@ def test_orphaned_shared_memory_is_removed():
         assert driver.remove_orphaned_segments(before, str(shm / "missing")) == 0
 
 
+def test_memory_probe_and_its_line_in_the_table():
+    p = driver.memory_probe(mib=4)
+    assert set(p) == {"fresh_page_us", "write_gb_s"}
+    assert p["fresh_page_us"] > 0 and p["write_gb_s"] > 0
+    meta = {"workloads": ["augment"], "systems": driver.SYSTEMS,
+            "probes": [{"fresh_page_us": 2.0, "write_gb_s": 9.0}, {"fresh_page_us": 30.0, "write_gb_s": 3.0},
+                       {"fresh_page_us": 5.0, "write_gb_s": 8.0}]}
+    text = driver.table(synthetic(), meta)
+    assert ("the first write to a fresh 4 KiB page 5.00 µs (2.00–30.00), copying 64 MiB 8.0 GB/s (3.0–9.0)."
+            in text)
+    assert "fresh 4 KiB page" not in driver.table(synthetic(), {"workloads": ["augment"]})
+
+
 if __name__ == "__main__":
     tests = [v for k, v in sorted(globals().items()) if k.startswith("test_") and callable(v)]
     failed = 0
