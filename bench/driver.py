@@ -55,8 +55,10 @@ Peak RSS: the sum of the RSS of the process and all its descendants (workers inc
 every 20 ms (the list of descendants every 0.2 s) with psutil, or the process's own peak from
 wait4() if higher. A sum counts pages shared between processes once per process.
 
-Before each round the driver measures the machine's memory (`memory_probe`: the first write
-to each page of 64 MiB just mapped, then a 64 MiB copy into it) and the table's head gives
+Before each round the driver measures the machine's memory (`memory_probe`, in a process of
+its own: the first write to each page of 64 MiB just mapped, then a 64 MiB copy into it;
+a child's `ru_maxrss` starts from its parent's peak, so the probe's memory must not be the
+driver's) and the table's head gives
 the median and range: on a VM the host can make fresh memory several times dearer from one
 hour to the next, which moves Sluice's `augment` (602 KB of output per image) more than the
 decode-only loop.
@@ -221,6 +223,18 @@ def remove_orphaned_segments(before, shm_dir=SHM_DIR):
         except OSError:
             pass
     return freed
+
+
+def probe_memory_apart(mib=64):
+    """`memory_probe` in a process of its own: a child's `ru_maxrss` (which the driver reads
+    for peak RSS) starts from its parent's peak at fork, so the probe's 128 MiB must never be
+    the driver's. None if the probe fails."""
+    try:
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "_memory_probe", str(mib)],
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, OSError, ValueError, IndexError):
+        return None
 
 
 def memory_probe(mib=64):
@@ -629,6 +643,8 @@ def ensure_images(a):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_sluice_python":
         return run_sluice_python(*sys.argv[2:5])
+    if len(sys.argv) > 1 and sys.argv[1] == "_memory_probe":
+        return print(json.dumps(memory_probe(int(sys.argv[2]))))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="/work/bench-data", help="the TFRecord shards (default /work/bench-data)")
@@ -691,11 +707,12 @@ def main():
     runnable = [s for s in systems if s not in skipped]
     runs = []
     for rnd in range(a.rounds):
-        probe_line = {"probe": memory_probe(), "round": rnd}
-        meta.setdefault("probes", []).append(probe_line["probe"])
-        print(json.dumps(probe_line), flush=True)
-        if jsonl:
-            jsonl.write(json.dumps(probe_line) + "\n")
+        probe_line = {"probe": probe_memory_apart(), "round": rnd}
+        if probe_line["probe"]:
+            meta.setdefault("probes", []).append(probe_line["probe"])
+            print(json.dumps(probe_line), flush=True)
+            if jsonl:
+                jsonl.write(json.dumps(probe_line) + "\n")
         for w in workloads:
             order = [s for s in runnable if w in APPLIES[s]]
             if order:

@@ -158,6 +158,18 @@ def test_memory_probe_and_its_line_in_the_table():
     assert "fresh 4 KiB page" not in driver.table(synthetic(), {"workloads": ["augment"]})
 
 
+def test_the_memory_probe_runs_apart_and_leaves_peak_rss_alone():
+    # A child's ru_maxrss starts from the parent's peak at fork: the probe's memory must not
+    # become the driver's, or every run's peak RSS would read at least that much.
+    # Run here, a 128 MiB probe would lift this process's peak past 256 MiB (a mapping and a
+    # block of that size); run apart, it stays this test process's own (~50 MB).
+    import resource
+
+    p = driver.probe_memory_apart(mib=128)
+    assert p is not None and p["fresh_page_us"] > 0 and p["write_gb_s"] > 0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 128 * 1024  # KiB
+
+
 if __name__ == "__main__":
     tests = [v for k, v in sorted(globals().items()) if k.startswith("test_") and callable(v)]
     failed = 0
