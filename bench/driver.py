@@ -53,7 +53,8 @@ Peers run only the workloads they have (augment, eval); elsewhere the table show
 
 Peak RSS: the sum of the RSS of the process and all its descendants (workers included), polled
 every 20 ms (the list of descendants every 0.2 s) with psutil, or the process's own peak from
-wait4() if higher. A sum counts pages shared between processes once per process.
+wait4() if higher (and above the driver's own peak, which a forked child's starts from on
+Linux). A sum counts pages shared between processes once per process.
 
 Before each round the driver measures the machine's memory (`memory_probe`, in a process of
 its own: the first write to each page of 64 MiB just mapped, then a 64 MiB copy into it;
@@ -78,6 +79,7 @@ import glob
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -275,6 +277,9 @@ def measure(cmd, timeout, env=None):
         import psutil
     me = psutil.Process() if psutil else None
     mine0 = sum(me.cpu_times()[:2]) if me else 0.0
+    # A child's ru_maxrss starts from this process's peak at fork (Linux keeps the forked
+    # memory's high-water mark through exec): at or below it, it says nothing of the child.
+    own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     busy0 = busy_seconds() if psutil else 0.0
     shm0 = shm_segments()
     t = time.perf_counter()
@@ -317,7 +322,8 @@ def measure(cmd, timeout, env=None):
     out.seek(0)
     err.seek(0)
     return {"exit": os.waitstatus_to_exitcode(status), "stdout": out.read(), "stderr": err.read(),
-            "peak_rss": max(peak, usage.ru_maxrss * 1024), "process_seconds": wall, "cpu_seconds": cpu,
+            "peak_rss": max(peak, usage.ru_maxrss * 1024 if usage.ru_maxrss > own_peak else 0),
+            "process_seconds": wall, "cpu_seconds": cpu,
             "other_cpu_seconds": other, "timed_out": timed_out[0], "shm_left": shm_left}
 
 

@@ -170,6 +170,17 @@ def test_the_memory_probe_runs_apart_and_leaves_peak_rss_alone():
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 128 * 1024  # KiB
 
 
+def test_peak_rss_is_the_childs_not_the_drivers():
+    # `true` holds a megabyte or two; its ru_maxrss reads this process's peak (tens of MB)
+    # because it was forked from it, and must not be taken for the child's.
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    m = driver.measure(["true"], 10)
+    assert m["exit"] == 0
+    assert m["peak_rss"] < own
+
+
 if __name__ == "__main__":
     tests = [v for k, v in sorted(globals().items()) if k.startswith("test_") and callable(v)]
     failed = 0
