@@ -46,7 +46,8 @@ start of iteration: the torch and Grain figures include starting their workers).
 Peak RSS is measured here for every contender the same way: the sum of the RSS of the
 process and all its descendants (DataLoader and Grain workers included), polled every 20 ms
 (the list of descendants every 0.2 s), or the process's own peak from wait4() if that is
-higher (exact for single processes). A sum of RSS counts pages shared between processes once
+higher (exact for single processes) and above this script's own peak (on Linux a child's
+starts from its parent's at fork). A sum of RSS counts pages shared between processes once
 per process, as the peers' scripts do.
 
 The VM is shared and small (2 vCPUs): before each run the script waits until the machine's
@@ -66,6 +67,7 @@ import glob
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -156,6 +158,9 @@ def measure(cmd, env=None):
     me = psutil.Process()
     mine0 = sum(me.cpu_times()[:2])
     busy0 = busy_seconds()
+    # A child's ru_maxrss starts from this process's peak at fork (Linux): at or below it,
+    # it says nothing of the child (bench/driver.py does the same).
+    parent_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
     rss = TreePeakRss(proc.pid)
@@ -168,7 +173,7 @@ def measure(cmd, env=None):
     cpu = usage.ru_utime + usage.ru_stime
     other = max(0.0, busy - cpu - (sum(me.cpu_times()[:2]) - mine0))
     proc.returncode = os.waitstatus_to_exitcode(status)
-    own_peak = usage.ru_maxrss * 1024  # kB on Linux
+    own_peak = usage.ru_maxrss * 1024 if usage.ru_maxrss > parent_peak else 0  # kB on Linux
     out.seek(0)
     err.seek(0)
     return proc.returncode, out.read(), err.read(), max(peak, own_peak), wall, cpu, other
