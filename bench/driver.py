@@ -59,10 +59,9 @@ Linux). A sum counts pages shared between processes once per process.
 Before each round the driver measures the machine's memory (`memory_probe`, in a process of
 its own: the first write to each page of 64 MiB just mapped, then a 64 MiB copy into it;
 a child's `ru_maxrss` starts from its parent's peak, so the probe's memory must not be the
-driver's) and the table's head gives
-the median and range: on a VM the host can make fresh memory several times dearer from one
-hour to the next, which moves Sluice's `augment` (602 KB of output per image) more than the
-decode-only loop.
+driver's) and the table's head gives the median and range: on a VM the host can make fresh
+memory several times dearer from one hour to the next, which moves Sluice's `augment`
+(602 KB of output per image) more than the decode-only loop.
 
 After each run the driver ends what is left of its process group and removes the Python
 shared-memory segments (`/dev/shm/psm_*`) that appeared during it: Grain's worker processes
@@ -87,7 +86,7 @@ import tempfile
 import threading
 import time
 
-from python_augment import last_json  # the last JSON line of a run's output
+from python_augment import last_json, wait4_peak  # a run's last JSON line; its own peak RSS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(REPO, "bench")
@@ -277,9 +276,7 @@ def measure(cmd, timeout, env=None):
         import psutil
     me = psutil.Process() if psutil else None
     mine0 = sum(me.cpu_times()[:2]) if me else 0.0
-    # A child's ru_maxrss starts from this process's peak at fork (Linux keeps the forked
-    # memory's high-water mark through exec): at or below it, it says nothing of the child.
-    own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # see wait4_peak
     busy0 = busy_seconds() if psutil else 0.0
     shm0 = shm_segments()
     t = time.perf_counter()
@@ -322,7 +319,7 @@ def measure(cmd, timeout, env=None):
     out.seek(0)
     err.seek(0)
     return {"exit": os.waitstatus_to_exitcode(status), "stdout": out.read(), "stderr": err.read(),
-            "peak_rss": max(peak, usage.ru_maxrss * 1024 if usage.ru_maxrss > own_peak else 0),
+            "peak_rss": max(peak, wait4_peak(usage, own_peak)),
             "process_seconds": wall, "cpu_seconds": cpu,
             "other_cpu_seconds": other, "timed_out": timed_out[0], "shm_left": shm_left}
 

@@ -158,9 +158,7 @@ def measure(cmd, env=None):
     me = psutil.Process()
     mine0 = sum(me.cpu_times()[:2])
     busy0 = busy_seconds()
-    # A child's ru_maxrss starts from this process's peak at fork (Linux): at or below it,
-    # it says nothing of the child (bench/driver.py does the same).
-    parent_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    parent_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # see wait4_peak
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
     rss = TreePeakRss(proc.pid)
@@ -173,10 +171,18 @@ def measure(cmd, env=None):
     cpu = usage.ru_utime + usage.ru_stime
     other = max(0.0, busy - cpu - (sum(me.cpu_times()[:2]) - mine0))
     proc.returncode = os.waitstatus_to_exitcode(status)
-    own_peak = usage.ru_maxrss * 1024 if usage.ru_maxrss > parent_peak else 0  # kB on Linux
+    own_peak = wait4_peak(usage, parent_peak)
     out.seek(0)
     err.seek(0)
     return proc.returncode, out.read(), err.read(), max(peak, own_peak), wall, cpu, other
+
+
+def wait4_peak(usage, parent_peak):
+    """The child's peak RSS in bytes from its wait4 `usage`, or 0 when it says nothing of the
+    child: on Linux a child's `ru_maxrss` starts from its parent's peak at fork (the forked
+    memory's high-water mark survives exec), so a value at or below `parent_peak` (this
+    process's `ru_maxrss` before the fork, KiB) may be the parent's. Shared with driver.py."""
+    return usage.ru_maxrss * 1024 if usage.ru_maxrss > parent_peak else 0
 
 
 def last_json(text):
