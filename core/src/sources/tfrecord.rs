@@ -147,17 +147,7 @@ impl TfRecordSpec {
             None
         };
         let reader = match mapped {
-            Some(data) => match resume {
-                // A resumed file's offset is where a record starts, inside the file (an
-                // offset past its end reads as its end, as a seek there would).
-                Some((index, offset)) if self.compression.resolve(&data) == Compression::None => {
-                    let from = usize::try_from(offset).map_or(data.len(), |o| o.min(data.len()));
-                    let empty: Box<dyn Read + Send> = Box::new(std::io::empty());
-                    TfRecordReader::over_bytes(data.slice(from..), empty, path, options)
-                        .starting_at(offset, index)
-                }
-                _ => TfRecordReader::over_file(data, path, options),
-            },
+            Some(data) => TfRecordReader::over_file_from(data, path, options, resume),
             None => {
                 let start = resume.filter(|_| self.uncompressed(path));
                 let offset = start.map_or(0, |(_, offset)| offset);

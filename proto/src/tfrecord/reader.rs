@@ -205,10 +205,46 @@ impl BoxedTfRecordReader {
     /// assert_eq!(records[0].data.as_ptr(), data[12..].as_ptr());
     /// ```
     pub fn over_file(data: Bytes, name: impl Into<Arc<str>>, options: ReaderOptions) -> Self {
-        if options.compression.resolve(&data) == Compression::None {
-            TfRecordReader::over_bytes(data, Box::new(io::empty()), name, options)
-        } else {
-            TfRecordReader::new(Box::new(data.reader()), name, options)
+        Self::over_file_from(data, name, options, None)
+    }
+
+    /// [`over_file`](Self::over_file), entered at `start` = `(index, offset)` (a reader
+    /// resuming the file part way: record `index` starts at byte `offset`) when the file is
+    /// uncompressed; a compressed file cannot be entered part way and is read from its
+    /// start. An offset past the end reads as the end, as a seek there would. Records and
+    /// errors are numbered and placed as from the file's start.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use sluice_proto::tfrecord::{Compression, ReaderOptions, TfRecordReader, TfRecordWriter};
+    ///
+    /// let mut w = TfRecordWriter::new(Vec::new(), Compression::None).unwrap();
+    /// w.write_record(b"one").unwrap();
+    /// w.write_record(b"two").unwrap();
+    /// let data = Bytes::from(w.finish().unwrap());
+    /// // Record 1 starts after record 0's 12-byte header, 3 bytes and 4-byte footer.
+    /// let mut r = TfRecordReader::over_file_from(data, "mem", ReaderOptions::default(), Some((1, 19)));
+    /// let record = r.next().unwrap().unwrap();
+    /// assert_eq!((&record.data[..], record.index, record.offset), (&b"two"[..], 1, 19));
+    /// assert!(r.next().is_none());
+    /// ```
+    pub fn over_file_from(
+        data: Bytes,
+        name: impl Into<Arc<str>>,
+        options: ReaderOptions,
+        start: Option<(u64, u64)>,
+    ) -> Self {
+        if options.compression.resolve(&data) != Compression::None {
+            return TfRecordReader::new(Box::new(data.reader()), name, options);
+        }
+        let rest: Box<dyn Read + Send> = Box::new(io::empty());
+        match start {
+            Some((index, offset)) => {
+                let from = usize::try_from(offset).map_or(data.len(), |o| o.min(data.len()));
+                TfRecordReader::over_bytes(data.slice(from..), rest, name, options)
+                    .starting_at(offset, index)
+            }
+            None => TfRecordReader::over_bytes(data, rest, name, options),
         }
     }
 }
