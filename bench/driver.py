@@ -78,15 +78,13 @@ import glob
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
-from python_augment import last_json, wait4_peak  # a run's last JSON line; its own peak RSS
+from run_measure import (  # noqa: F401  (shm_segments, remove_orphaned_segments: the tests use them here)
+    have_psutil, last_json, measure, remove_orphaned_segments, shm_segments, wait_quiet)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(REPO, "bench")
@@ -171,60 +169,7 @@ def run_sluice_python(workload, toml, data):
                       "mb_per_s": round(nbytes / seconds / 1e6, 1) if nbytes else None, "checksum": s}))
 
 
-# --- running one process ------------------------------------------------------------------------
-
-def busy_seconds():
-    import psutil
-
-    c = psutil.cpu_times()
-    return c.user + c.nice + c.system + getattr(c, "irq", 0) + getattr(c, "softirq", 0) + getattr(c, "steal", 0)
-
-
-def have_psutil():
-    try:
-        import psutil  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
-def wait_quiet(limit, max_wait=600):
-    """Waits until the machine's CPU use over 1 s is below limit % (at most max_wait s)."""
-    import psutil
-
-    t = time.monotonic()
-    while True:
-        used = psutil.cpu_percent(interval=1.0)
-        if used < limit or time.monotonic() - t >= max_wait:
-            return round(time.monotonic() - t, 1), used
-
-
-SHM_DIR = "/dev/shm"
-
-
-def shm_segments(shm_dir=SHM_DIR):
-    """Names of Python `multiprocessing.shared_memory` segments (`psm_*`) in shm_dir."""
-    try:
-        return {n for n in os.listdir(shm_dir) if n.startswith("psm_")}
-    except OSError:
-        return set()
-
-
-def remove_orphaned_segments(before, shm_dir=SHM_DIR):
-    """Removes the `psm_*` segments that appeared in shm_dir since `before` (a set of names)
-    and returns their total size in bytes. Called once a run's whole process group is gone:
-    a peer's worker processes ended by the group kill (Grain's) never unlink the segments
-    they made, and a driver run left ~5 GB of them in /dev/shm (memory no one could use)."""
-    freed = 0
-    for name in shm_segments(shm_dir) - before:
-        path = os.path.join(shm_dir, name)
-        try:
-            freed += os.path.getsize(path)
-            os.unlink(path)
-        except OSError:
-            pass
-    return freed
-
+# --- the machine's memory, before each round (runs are measured by run_measure.measure) ------
 
 def probe_memory_apart(mib=64):
     """`memory_probe` in a process of its own: a child's `ru_maxrss` (which the driver reads
@@ -262,66 +207,6 @@ def memory_probe(mib=64):
     finally:
         m.close()
     return {"fresh_page_us": round(fresh * 1e6 / (n // page), 2), "write_gb_s": round(n / copy / 1e9, 1)}
-
-
-def measure(cmd, timeout, env=None):
-    """Runs cmd in its own process group; returns a dict: exit, stdout, stderr, peak_rss
-    (bytes, of the tree), process_seconds, cpu_seconds (the run's), other_cpu_seconds (the
-    rest of the machine meanwhile; None without psutil), timed_out, shm_left (bytes of
-    shared-memory segments the run left behind, removed)."""
-    out = tempfile.TemporaryFile(mode="w+")
-    err = tempfile.TemporaryFile(mode="w+")
-    psutil = None
-    if have_psutil():
-        import psutil
-    me = psutil.Process() if psutil else None
-    mine0 = sum(me.cpu_times()[:2]) if me else 0.0
-    own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # see wait4_peak
-    busy0 = busy_seconds() if psutil else 0.0
-    shm0 = shm_segments()
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO, start_new_session=True)
-    rss = None
-    if psutil:
-        from tree_rss import TreePeakRss
-
-        rss = TreePeakRss(proc.pid)
-    done = threading.Event()
-
-    def kill_on_timeout():
-        if not done.wait(timeout):
-            timed_out[0] = True
-            try:
-                os.killpg(proc.pid, 9)  # the run's own process group (start_new_session)
-            except ProcessLookupError:
-                pass
-
-    timed_out = [False]
-    killer = threading.Thread(target=kill_on_timeout, daemon=True)
-    killer.start()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    busy = busy_seconds() - busy0 if psutil else None
-    done.set()
-    killer.join()
-    peak = rss.stop() if rss else 0
-    if not timed_out[0]:
-        # Descendants left behind (a worker not joined) are ended with the group.
-        try:
-            os.killpg(proc.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            pass
-    shm_left = remove_orphaned_segments(shm0)
-    cpu = usage.ru_utime + usage.ru_stime
-    other = None
-    if psutil:
-        other = max(0.0, busy - cpu - (sum(me.cpu_times()[:2]) - mine0))
-    out.seek(0)
-    err.seek(0)
-    return {"exit": os.waitstatus_to_exitcode(status), "stdout": out.read(), "stderr": err.read(),
-            "peak_rss": max(peak, wait4_peak(usage, own_peak)),
-            "process_seconds": wall, "cpu_seconds": cpu,
-            "other_cpu_seconds": other, "timed_out": timed_out[0], "shm_left": shm_left}
 
 
 # --- what each system runs and how its output reads -------------------------------------------

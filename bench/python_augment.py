@@ -67,12 +67,13 @@ import glob
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from run_measure import last_json, measure, wait_quiet  # measuring one run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOML = os.path.join(REPO, "examples", "pipelines", "augment.toml")
@@ -124,75 +125,6 @@ def run_sluice_python(mode, toml, data, epochs):
                       "last_epoch_bottleneck": (stats.get("bottleneck") or {}).get("name")}))
 
 
-# --- measuring one process ------------------------------------------------------------------
-
-def busy_seconds():
-    """CPU seconds the whole machine has spent busy (all CPUs, all processes)."""
-    import psutil
-
-    c = psutil.cpu_times()
-    return c.user + c.nice + c.system + getattr(c, "irq", 0) + getattr(c, "softirq", 0) + getattr(c, "steal", 0)
-
-
-def wait_quiet(limit, max_wait):
-    """Waits (up to max_wait s) until the machine's CPU use over 1 s is below limit % of all
-    CPUs: runs of other users' processes (builds, installs) would be measured otherwise.
-    Returns (seconds waited, the last CPU % seen)."""
-    import psutil
-
-    t = time.monotonic()
-    while True:
-        used = psutil.cpu_percent(interval=1.0)
-        if used < limit or time.monotonic() - t >= max_wait:
-            return round(time.monotonic() - t, 1), used
-
-
-def measure(cmd, env=None):
-    """Runs cmd; returns (exit code, stdout, stderr, peak RSS of the tree in bytes, wall s,
-    CPU seconds of the run, CPU seconds the rest of the machine used meanwhile)."""
-    import psutil
-    from tree_rss import TreePeakRss
-
-    out = tempfile.TemporaryFile(mode="w+")
-    err = tempfile.TemporaryFile(mode="w+")
-    me = psutil.Process()
-    mine0 = sum(me.cpu_times()[:2])
-    busy0 = busy_seconds()
-    parent_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # see wait4_peak
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO)
-    rss = TreePeakRss(proc.pid)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    busy = busy_seconds() - busy0
-    peak = rss.stop()
-    # The run's CPU: the child and the descendants it waited for (DataLoader workers are
-    # joined by their parent; a descendant left unwaited would count as "other").
-    cpu = usage.ru_utime + usage.ru_stime
-    other = max(0.0, busy - cpu - (sum(me.cpu_times()[:2]) - mine0))
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    own_peak = wait4_peak(usage, parent_peak)
-    out.seek(0)
-    err.seek(0)
-    return proc.returncode, out.read(), err.read(), max(peak, own_peak), wall, cpu, other
-
-
-def wait4_peak(usage, parent_peak):
-    """The child's peak RSS in bytes from its wait4 `usage`, or 0 when it says nothing of the
-    child: on Linux a child's `ru_maxrss` starts from its parent's peak at fork (the forked
-    memory's high-water mark survives exec), so a value at or below `parent_peak` (this
-    process's `ru_maxrss` before the fork, KiB) may be the parent's. Shared with driver.py."""
-    return usage.ru_maxrss * 1024 if usage.ru_maxrss > parent_peak else 0
-
-
-def last_json(text):
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            return json.loads(line)
-    raise ValueError("no JSON line in the output")
-
-
 def command(name, a):
     me = os.path.abspath(__file__)
     if name == "cli":
@@ -219,15 +151,15 @@ def command(name, a):
 def one_run(name, a):
     cmd = command(name, a)
     waited, quiet = wait_quiet(a.quiet, a.max_wait) if a.quiet > 0 else (0.0, None)
-    code, out, err, peak, wall, cpu, other = measure(cmd)
-    run = {"contender": name, "cmd": cmd, "exit": code, "process_seconds": round(wall, 3),
-           "peak_rss_mb": round(peak / 2**20, 1), "cpu_seconds": round(cpu, 2),
-           "other_cpu_seconds": round(other, 2), "waited_for_quiet_s": waited,
+    m = measure(cmd)
+    run = {"contender": name, "cmd": cmd, "exit": m["exit"], "process_seconds": round(m["process_seconds"], 3),
+           "peak_rss_mb": round(m["peak_rss"] / 2**20, 1), "cpu_seconds": round(m["cpu_seconds"], 2),
+           "other_cpu_seconds": round(m["other_cpu_seconds"], 2), "waited_for_quiet_s": waited,
            "cpu_percent_before": quiet}
-    if code != 0:
-        run["stderr_tail"] = err[-3000:]
+    if m["exit"] != 0:
+        run["stderr_tail"] = m["stderr"][-3000:]
         return run
-    raw = last_json(out)
+    raw = last_json(m["stdout"])
     if name.startswith("cli"):
         raw = {k: v for k, v in raw.items() if k not in ("stages", "autotune")}
         run.update(images=raw["elements"], seconds=raw["seconds"], images_per_s=raw["elements_per_s"])

@@ -66,7 +66,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import python_augment as pa  # noqa: E402  (the measuring machinery)
+import python_augment as pa  # noqa: E402  (machine(), warm())
+from run_measure import busy_seconds, last_json, wait_quiet  # noqa: E402
 
 REPO = os.path.dirname(HERE)
 TOML = os.path.join(REPO, "examples", "pipelines", "augment.toml")
@@ -159,7 +160,6 @@ def run(mode, data, images, epochs):
             return n, first, s
         system = f"sluice.ray.read on ray {ray.__version__} ({cfg})"
     elif mode == "ray-images":
-        import numpy as np
         import ray
         import torch
         import torchvision
@@ -307,7 +307,7 @@ def measure(cmd):
     """Runs cmd; returns (exit code, stdout, stderr, peak RSS and peak PSS of the process tree
     in bytes, wall s, CPU seconds of the tree, CPU seconds the rest of the machine used).
 
-    Unlike python_augment.measure, the run's CPU is summed over every process of its tree as
+    Unlike run_measure.measure, the run's CPU is summed over every process of its tree as
     last seen (sampled every 0.1 s): Ray's raylet, GCS and worker processes (where Sluice's
     read tasks run) are descendants the driver never waits for, so wait4 would leave them out
     and count them as other processes' CPU. PSS counts the object store's shared memory once
@@ -319,7 +319,7 @@ def measure(cmd):
     err = tempfile.TemporaryFile(mode="w+")
     me = psutil.Process()
     mine0 = sum(me.cpu_times()[:2])
-    busy0 = pa.busy_seconds()
+    busy0 = busy_seconds()
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO)
     cpu_of, peak, done = {}, {"rss": 0, "pss": 0}, threading.Event()
@@ -354,7 +354,7 @@ def measure(cmd):
     poller.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
-    busy = pa.busy_seconds() - busy0
+    busy = busy_seconds() - busy0
     done.set()
     poller.join()
     own = usage.ru_utime + usage.ru_stime
@@ -372,7 +372,7 @@ def command(name, a):
 
 def one_run(name, a):
     cmd = command(name, a)
-    waited, quiet = pa.wait_quiet(a.quiet, a.max_wait) if a.quiet > 0 else (0.0, None)
+    waited, quiet = wait_quiet(a.quiet, a.max_wait) if a.quiet > 0 else (0.0, None)
     code, out, err, peak, pss, wall, cpu, other = measure(cmd)
     run = {"contender": name, "exit": code, "process_seconds": round(wall, 3),
            "peak_rss_mb": round(peak / 2**20, 1), "peak_pss_mb": round(pss / 2**20, 1),
@@ -382,7 +382,7 @@ def one_run(name, a):
     if code != 0:
         run["stderr_tail"] = err[-3000:]
         return run
-    raw = pa.last_json(out)
+    raw = last_json(out)
     run.update(raw)
     return run
 
