@@ -61,7 +61,10 @@ its own: the first write to each page of 64 MiB just mapped, then a 64 MiB copy 
 a child's `ru_maxrss` starts from its parent's peak, so the probe's memory must not be the
 driver's) and the table's head gives the median and range: on a VM the host can make fresh
 memory several times dearer from one hour to the next, which moves Sluice's `augment`
-(602 KB of output per image) more than the decode-only loop.
+(602 KB of output per image) more than the decode-only loop. `--calm-memory US` makes each
+round wait (probing every 30 s, at most `--calm-wait` s) until a fresh page costs at most
+US µs, and the table's head says how long that took: every system of the round then runs
+with the host as the probe found it.
 
 After each run the driver ends what is left of its process group and removes the Python
 shared-memory segments (`/dev/shm/psm_*`) that appeared during it: Grain's worker processes
@@ -181,6 +184,21 @@ def probe_memory_apart(mib=64):
         return json.loads(out.strip().splitlines()[-1])
     except (subprocess.SubprocessError, OSError, ValueError, IndexError):
         return None
+
+
+def wait_calm_memory(limit_us, max_wait, probe=probe_memory_apart, sleep=time.sleep, every=30):
+    """Probes the memory (`probe()`) until a fresh page costs at most `limit_us` µs, every
+    `every` s for up to `max_wait` s (the last probe is kept if it never does). Returns
+    (probe, seconds waited, calm): a round then starts with the host in the state the
+    table's head reports, for every system of the round alike."""
+    waited = 0.0
+    while True:
+        p = probe()
+        calm = p is not None and p["fresh_page_us"] <= limit_us
+        if calm or waited >= max_wait:
+            return p, waited, calm
+        sleep(every)
+        waited += every
 
 
 def memory_probe(mib=64):
@@ -454,6 +472,14 @@ def table(runs, meta):
             f"Memory before each round (`memory_probe`): the first write to a fresh 4 KiB page "
             f"{statistics.median(fresh):.2f} µs ({min(fresh):.2f}–{max(fresh):.2f}), copying 64 MiB "
             f"{statistics.median(write):.1f} GB/s ({min(write):.1f}–{max(write):.1f}).")
+        waits = [w for w in meta.get("calm_waits") or [] if "calm" in w]
+        if meta.get("calm_memory_us") and waits:
+            uncalm = sum(1 for w in waits if not w["calm"])
+            lines.append(
+                f"Each round started once a fresh page cost at most {meta['calm_memory_us']:g} µs "
+                f"(`--calm-memory`): {sum(w['waited_for_calm_s'] for w in waits):.0f} s of waiting in all"
+                + (f"; {uncalm} of {len(waits)} rounds started without, after `--calm-wait`" if uncalm else "")
+                + ".")
         lines.append("")
     versions = meta.get("versions", {})
     if versions:
@@ -546,6 +572,11 @@ def main():
     ap.add_argument("--timeout", type=float, default=600, help="seconds before a run is killed (default 600)")
     ap.add_argument("--quiet", type=float, default=0,
                     help="before each run wait until the machine's CPU use is below this %% (0: don't)")
+    ap.add_argument("--calm-memory", type=float, default=0, metavar="US",
+                    help="before each round wait until a fresh 4 KiB page costs at most US µs "
+                         "(memory_probe; 0: don't wait)")
+    ap.add_argument("--calm-wait", type=float, default=900,
+                    help="at most this many seconds of --calm-memory waiting per round (default 900)")
     ap.add_argument("--sluice", default=os.path.join(REPO, "target", "release", "sluice"))
     ap.add_argument("--bench-bin", default=None, help="the pipelines bench binary (default: newest built)")
     ap.add_argument("--sluice-py", default="/work/venv/bin/python")
@@ -558,7 +589,9 @@ def main():
         with open(a.report) as f:
             lines = [json.loads(x) for x in f if x.strip()]
         meta = next((x["meta"] for x in lines if "meta" in x), {})
-        meta["probes"] = [x["probe"] for x in lines if "probe" in x]
+        meta["probes"] = [x["probe"] for x in lines if x.get("probe")]
+        meta["calm_waits"] = [{k: x[k] for k in ("waited_for_calm_s", "calm") if k in x}
+                              for x in lines if x.get("probe")]
         text = table([x for x in lines if "workload" in x], meta)
         print(text)
         if a.out:
@@ -589,14 +622,22 @@ def main():
             "machine": machine(), "data": a.data, "images": a.images, "rounds": a.rounds,
             "workloads": workloads, "systems": systems, "versions": versions, "skipped": skipped,
             "rss_method": "psutil tree sum, 20 ms" if have_psutil() else "wait4 ru_maxrss"}
+    if a.calm_memory > 0:
+        meta["calm_memory_us"] = a.calm_memory
     jsonl = open(a.jsonl, "w") if a.jsonl else None
     if jsonl:
         jsonl.write(json.dumps({"meta": meta}) + "\n")
     runnable = [s for s in systems if s not in skipped]
     runs = []
     for rnd in range(a.rounds):
-        probe_line = {"probe": probe_memory_apart(), "round": rnd}
+        if a.calm_memory > 0:
+            p, waited, calm = wait_calm_memory(a.calm_memory, a.calm_wait)
+            probe_line = {"probe": p, "round": rnd, "waited_for_calm_s": waited, "calm": calm}
+        else:
+            probe_line = {"probe": probe_memory_apart(), "round": rnd}
         if probe_line["probe"]:
+            meta.setdefault("calm_waits", []).append({k: probe_line[k] for k in ("waited_for_calm_s", "calm")
+                                                      if k in probe_line})
             meta.setdefault("probes", []).append(probe_line["probe"])
             print(json.dumps(probe_line), flush=True)
             if jsonl:

@@ -158,6 +158,24 @@ def test_memory_probe_and_its_line_in_the_table():
     assert "fresh 4 KiB page" not in driver.table(synthetic(), {"workloads": ["augment"]})
 
 
+def test_a_round_waits_for_calm_memory_and_the_table_says_so():
+    seen = iter([{"fresh_page_us": 20.0, "write_gb_s": 1.0}, None, {"fresh_page_us": 3.0, "write_gb_s": 6.0},
+                 {"fresh_page_us": 1.0, "write_gb_s": 9.0}])
+    slept = []
+    p, waited, calm = driver.wait_calm_memory(4.0, 600, probe=lambda: next(seen), sleep=slept.append, every=30)
+    assert (p["fresh_page_us"], waited, calm, slept) == (3.0, 60, True, [30, 30])
+    # Never calm: the last probe after max_wait, and the round runs anyway.
+    p, waited, calm = driver.wait_calm_memory(1.0, 45, probe=lambda: {"fresh_page_us": 9.0, "write_gb_s": 2.0},
+                                              sleep=lambda s: None, every=30)
+    assert (p["fresh_page_us"], waited, calm) == (9.0, 60, False)
+    meta = {"workloads": ["augment"], "calm_memory_us": 4.0,
+            "probes": [{"fresh_page_us": 3.0, "write_gb_s": 6.0}, {"fresh_page_us": 9.0, "write_gb_s": 2.0}],
+            "calm_waits": [{"waited_for_calm_s": 60, "calm": True}, {"waited_for_calm_s": 60, "calm": False}]}
+    assert ("Each round started once a fresh page cost at most 4 µs (`--calm-memory`): 120 s of waiting in "
+            "all; 1 of 2 rounds started without, after `--calm-wait`." in driver.table(synthetic(), meta))
+    assert "--calm-memory" not in driver.table(synthetic(), {**meta, "calm_memory_us": None})
+
+
 def test_the_memory_probe_runs_apart_and_leaves_peak_rss_alone():
     # Run in the driver, a 128 MiB probe would lift its peak past 256 MiB (a mapping and a
     # block of that size); run apart, it stays the driver's own (~20 MB). Checked in a fresh
