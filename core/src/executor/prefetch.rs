@@ -308,13 +308,50 @@ impl PrefetchStream {
     }
 }
 
-impl ElementStream for PrefetchStream {
-    fn next(&mut self) -> Option<Result<Element>> {
+/// What [`PrefetchStream::next_unless`] came back with.
+pub(crate) enum Waited {
+    /// An element, an error, or `None` at the end (as `next` returns).
+    Item(Option<Result<Element>>),
+    /// Nothing came, and the caller's condition said to stop waiting.
+    GaveUp,
+}
+
+impl PrefetchStream {
+    /// The next element, as [`next`](ElementStream::next), but when the buffer is empty
+    /// the wait ends as soon as `give_up()` is true (checked every [`STOP_POLL`]): an
+    /// interleave's file thread waits for a permit of a gate that autotune may close
+    /// (no reading threads) while its consumer waits for the thread's next chunk; the
+    /// consumer then reads the file itself ([`into_inner`](Self::into_inner)).
+    pub(crate) fn next_unless(&mut self, give_up: impl Fn() -> bool) -> Waited {
+        if let Some(item) = self.without_waiting() {
+            return Waited::Item(item);
+        }
+        self.account.set_starving(true);
+        let shutdown = self.ctx.shutdown().channel();
+        let got = loop {
+            select! {
+                recv(self.rx) -> c => break Some(c.ok()),
+                recv(shutdown) -> _ => break Some(None),
+                default(STOP_POLL) => if give_up() {
+                    break None;
+                },
+            }
+        };
+        self.account.set_starving(false);
+        match got {
+            Some(chunk) => Waited::Item(self.take(chunk)),
+            None => Waited::GaveUp,
+        }
+    }
+
+    /// What the buffer gives without waiting: `Some` of an element (or of `None` at the
+    /// end), `None` when the consumer has to wait for the thread.
+    fn without_waiting(&mut self) -> Option<Option<Result<Element>>> {
         if let Some(item) = self.pop() {
-            return Some(item);
+            return Some(Some(item));
         }
         if self.ended {
-            return None;
+            return Some(None);
         }
         let capacity = self
             .knob
@@ -323,19 +360,22 @@ impl ElementStream for PrefetchStream {
         self.ctx
             .metrics()
             .sample_buffer(self.rx.len() * self.chunk, capacity);
-        let chunk = match self.rx.try_recv() {
-            Ok(c) => Some(c),
-            Err(_) => {
-                // Waiting on an empty buffer: it may take one element past the budget.
-                self.account.set_starving(true);
-                let c = select! {
-                    recv(self.rx) -> c => c.ok(),
-                    recv(self.ctx.shutdown().channel()) -> _ => None,
-                };
-                self.account.set_starving(false);
-                c
-            }
+        self.rx.try_recv().ok().map(|c| self.take(Some(c)))
+    }
+}
+
+impl ElementStream for PrefetchStream {
+    fn next(&mut self) -> Option<Result<Element>> {
+        if let Some(item) = self.without_waiting() {
+            return item;
+        }
+        // Waiting on an empty buffer: it may take one element past the budget.
+        self.account.set_starving(true);
+        let chunk = select! {
+            recv(self.rx) -> c => c.ok(),
+            recv(self.ctx.shutdown().channel()) -> _ => None,
         };
+        self.account.set_starving(false);
         self.take(chunk)
     }
 }

@@ -11,7 +11,7 @@ use crate::dataset::Dataset;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::executor::gate::Gate;
-use crate::executor::prefetch::{Poll, PrefetchStream};
+use crate::executor::prefetch::{Poll, PrefetchStream, Waited};
 use crate::invalid::Invalid;
 use crate::parallelism::{NumParallel, check_num_parallel};
 use crate::params::Params;
@@ -312,14 +312,37 @@ enum Slot {
 }
 
 impl Slot {
-    fn next(&mut self) -> Option<Result<Element>> {
-        match self {
-            Slot::Inline(ahead, s) => match ahead.pop_front() {
-                Some(item) => Some(item),
-                None => s.as_mut()?.next(),
-            },
-            Slot::Threaded(s) => s.next(),
+    /// The file's next element. A file whose thread may not read (autotune closed `gate`:
+    /// no reading threads) while its consumer waits for it is read on the consumer's
+    /// thread from then on: waiting on would wait forever.
+    fn next(&mut self, gate: &Gate) -> Option<Result<Element>> {
+        loop {
+            match self {
+                Slot::Inline(ahead, s) => {
+                    return match ahead.pop_front() {
+                        Some(item) => Some(item),
+                        None => s.as_mut()?.next(),
+                    };
+                }
+                Slot::Threaded(s) => match s.next_unless(|| gate.limit() == 0) {
+                    Waited::Item(item) => return item,
+                    Waited::GaveUp => self.go_inline(),
+                },
+            }
         }
+    }
+
+    /// A threaded file's thread stopped; the file goes on on the consumer's thread, first
+    /// with what the thread had read ahead.
+    fn go_inline(&mut self) {
+        let slot = std::mem::replace(self, Slot::Inline(VecDeque::new(), None));
+        *self = match slot {
+            Slot::Threaded(t) => {
+                let (ahead, s) = t.into_inner();
+                Slot::Inline(ahead, s)
+            }
+            inline => inline,
+        };
     }
 }
 
@@ -542,9 +565,9 @@ impl ElementStream for InterleaveStream {
                 Some(Slot::Inline(ahead, Some(s))) if wanted && ahead.is_empty() => {
                     self.slots[i] = Some(self.threaded(s));
                 }
-                Some(Slot::Threaded(t)) if !wanted => {
-                    let (ahead, s) = t.into_inner();
-                    self.slots[i] = Some(Slot::Inline(ahead, s));
+                Some(mut slot @ Slot::Threaded(_)) if !wanted => {
+                    slot.go_inline();
+                    self.slots[i] = Some(slot);
                 }
                 other => self.slots[i] = other,
             }
@@ -553,7 +576,7 @@ impl ElementStream for InterleaveStream {
             // the consumer's thread here.
             let timed = self.parallel && matches!(slot, Slot::Inline(..));
             let t = timed.then(std::time::Instant::now);
-            let item = slot.next();
+            let item = slot.next(&self.gate);
             if let Some(t) = t {
                 self.ctx.metrics().add_busy(t.elapsed());
             }
@@ -577,3 +600,88 @@ impl ElementStream for InterleaveStream {
 /// The bytes object-store files opened ahead may fetch before they are read: enough to
 /// hide 100 ms of latency at about 640 MB/s.
 const AHEAD_BYTES: u64 = 64 << 20;
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::autotune::{Autotuner, Learned};
+    use crate::element::ElementId;
+    use crate::executor::shutdown::Shutdown;
+    use crate::metrics::{StageMetrics, StatsRegistry};
+    use crate::options::Options;
+    use crate::run::RunShared;
+    use crate::stream::IterStream;
+    use crate::tensor::Tensor;
+
+    /// A file's thread waits for a permit of a gate autotune closed (no reading threads)
+    /// while the consumer waits for that thread's next records: the consumer reads the
+    /// file itself instead of waiting forever (a `cache2` run from Python hung so, 1 in
+    /// ~150 runs: autotune lowered `reading_threads` to 0 between the consumer's choice
+    /// of the threaded file and its wait).
+    #[test]
+    fn a_file_whose_thread_the_gate_holds_is_read_by_its_consumer() {
+        let (_trigger, shutdown) = Shutdown::new();
+        let metrics = Arc::new(StageMetrics::default());
+        let tuner = Arc::new(Autotuner::detached(Learned::new(), 1 << 30));
+        // No reading threads: the file's thread never gets a permit.
+        let knob = tuner.knob(
+            1,
+            "interleave#1".into(),
+            KnobKind::ReadingThreads,
+            0,
+            (0, 2),
+            &metrics,
+        );
+        assert_eq!(knob.get(), 0);
+        let ctx = BuildContext {
+            shared: Arc::new(RunShared {
+                seed: 1,
+                options: Options::default(),
+                shutdown,
+                stats: Arc::new(StatsRegistry::new()),
+                autotune: tuner,
+                indices: HashMap::new(),
+                rows: Default::default(),
+                elastic: None,
+                ledger: crate::run::ByteLedger::new(1 << 30),
+                tracer: None,
+                observe: Default::default(),
+                kept_mappings: None,
+            }),
+            epoch: 0,
+            index: 1,
+            name: "interleave".into(),
+            metrics,
+            point: None,
+        };
+        let file: BoxStream = Box::new(IterStream((0..100u64).map(|i| {
+            Ok(Element::new(ElementId::new(0, i)).with("value", Tensor::scalar_i64(i as i64)))
+        })));
+        let gate = Gate::knob(knob);
+        let mut slot = Slot::Threaded(PrefetchStream::start(
+            file,
+            8,
+            4,
+            true,
+            None,
+            Some(Arc::clone(&gate)),
+            &ctx,
+        ));
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut values = Vec::new();
+            while let Some(e) = slot.next(&gate) {
+                let e = e.expect("no error");
+                values.push(e.tensor("value").and_then(|t| t.as_i64()).expect("value")[0]);
+            }
+            let _ = tx.send((values, matches!(slot, Slot::Inline(..))));
+        });
+        let (values, inline) = rx.recv_timeout(Duration::from_secs(20)).expect("not stuck");
+        assert_eq!(values, (0..100).collect::<Vec<i64>>());
+        assert!(inline, "read on the consumer's thread");
+    }
+}
