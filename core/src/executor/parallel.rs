@@ -588,15 +588,12 @@ pub(crate) fn guarded<T>(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
     use std::sync::mpsc;
 
     use super::*;
     use crate::autotune::{Autotuner, KnobKind, Learned};
     use crate::executor::shutdown::Shutdown;
-    use crate::metrics::{StageMetrics, StatsRegistry};
-    use crate::options::Options;
-    use crate::run::RunShared;
+    use crate::metrics::StageMetrics;
     use crate::stream::IterStream;
     use crate::tensor::Tensor;
 
@@ -617,27 +614,7 @@ mod tests {
             &metrics,
         );
         assert_eq!(knob.get(), 1);
-        let ctx = BuildContext {
-            shared: Arc::new(RunShared {
-                seed: 1,
-                options: Options::default(),
-                shutdown,
-                stats: Arc::new(StatsRegistry::new()),
-                autotune: tuner,
-                indices: HashMap::new(),
-                rows: Default::default(),
-                elastic: None,
-                ledger: crate::run::ByteLedger::new(1 << 30),
-                tracer: None,
-                observe: Default::default(),
-                kept_mappings: None,
-            }),
-            epoch: 0,
-            index: 1,
-            name: "map".into(),
-            metrics,
-            point: None,
-        };
+        let ctx = BuildContext::for_test(1, "map", tuner, metrics, shutdown);
         let upstream: BoxStream = Box::new(IterStream((0..100u64).map(|i| {
             Ok(Element::new(ElementId::new(0, i)).with("value", Tensor::scalar_i64(i as i64)))
         })));

@@ -32,6 +32,40 @@ pub struct BuildContext {
 }
 
 impl BuildContext {
+    /// A context for a stage's unit test: stage `index` named `name`, in a run of seed 1
+    /// with default options, the given autotuner (its knobs made by the test), metrics and
+    /// shutdown, a ledger of 1 GiB; records not followed, nothing traced.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        index: usize,
+        name: &str,
+        autotune: Arc<crate::autotune::Autotuner>,
+        metrics: Arc<StageMetrics>,
+        shutdown: crate::executor::shutdown::Shutdown,
+    ) -> BuildContext {
+        BuildContext {
+            shared: Arc::new(RunShared {
+                seed: 1,
+                options: Options::default(),
+                shutdown,
+                stats: Arc::new(crate::metrics::StatsRegistry::new()),
+                autotune,
+                indices: std::collections::HashMap::new(),
+                rows: Default::default(),
+                elastic: None,
+                ledger: super::ByteLedger::new(1 << 30),
+                tracer: None,
+                observe: Default::default(),
+                kept_mappings: None,
+            }),
+            epoch: 0,
+            index,
+            name: name.into(),
+            metrics,
+            point: None,
+        }
+    }
+
     /// The pipeline's seed.
     pub fn seed(&self) -> u64 {
         self.shared.seed

@@ -603,7 +603,6 @@ const AHEAD_BYTES: u64 = 64 << 20;
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -611,9 +610,7 @@ mod tests {
     use crate::autotune::{Autotuner, Learned};
     use crate::element::ElementId;
     use crate::executor::shutdown::Shutdown;
-    use crate::metrics::{StageMetrics, StatsRegistry};
-    use crate::options::Options;
-    use crate::run::RunShared;
+    use crate::metrics::StageMetrics;
     use crate::stream::IterStream;
     use crate::tensor::Tensor;
 
@@ -637,27 +634,7 @@ mod tests {
             &metrics,
         );
         assert_eq!(knob.get(), 0);
-        let ctx = BuildContext {
-            shared: Arc::new(RunShared {
-                seed: 1,
-                options: Options::default(),
-                shutdown,
-                stats: Arc::new(StatsRegistry::new()),
-                autotune: tuner,
-                indices: HashMap::new(),
-                rows: Default::default(),
-                elastic: None,
-                ledger: crate::run::ByteLedger::new(1 << 30),
-                tracer: None,
-                observe: Default::default(),
-                kept_mappings: None,
-            }),
-            epoch: 0,
-            index: 1,
-            name: "interleave".into(),
-            metrics,
-            point: None,
-        };
+        let ctx = BuildContext::for_test(1, "interleave", tuner, metrics, shutdown);
         let file: BoxStream = Box::new(IterStream((0..100u64).map(|i| {
             Ok(Element::new(ElementId::new(0, i)).with("value", Tensor::scalar_i64(i as i64)))
         })));
