@@ -616,9 +616,9 @@ mod tests {
 
     /// A file's thread waits for a permit of a gate autotune closed (no reading threads)
     /// while the consumer waits for that thread's next records: the consumer reads the
-    /// file itself instead of waiting forever (a `cache2` run from Python hung so, 1 in
-    /// ~150 runs: autotune lowered `reading_threads` to 0 between the consumer's choice
-    /// of the threaded file and its wait).
+    /// file itself instead of waiting forever (`cache2` runs from Python hung so, twice
+    /// in ~200: autotune lowered `reading_threads` to 0 between the consumer's choice of
+    /// the threaded file and its wait).
     #[test]
     fn a_file_whose_thread_the_gate_holds_is_read_by_its_consumer() {
         let (_trigger, shutdown) = Shutdown::new();
