@@ -86,8 +86,7 @@ import subprocess
 import sys
 import time
 
-from run_measure import (  # noqa: F401  (shm_segments, remove_orphaned_segments: the tests use them here)
-    have_psutil, last_json, measure, remove_orphaned_segments, shm_segments, wait_quiet)
+from run_measure import have_psutil, last_json, measure, wait_quiet  # measuring one run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(REPO, "bench")

@@ -10,6 +10,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import driver  # noqa: E402
+import run_measure  # noqa: E402
 
 
 def run(workload, system, rate, rss, ok=True, rnd=0, mb=None):
@@ -135,14 +136,14 @@ def test_orphaned_shared_memory_is_removed():
         shm = pathlib.Path(d)
         (shm / "psm_before").write_bytes(b"x" * 10)
         (shm / "other").write_bytes(b"y" * 5)
-        before = driver.shm_segments(d)
+        before = run_measure.shm_segments(d)
         assert before == {"psm_before"}
         (shm / "psm_new1").write_bytes(b"z" * 100)
         (shm / "psm_new2").write_bytes(b"w" * 28)
         (shm / "not_python").write_bytes(b"v" * 7)
-        assert driver.remove_orphaned_segments(before, d) == 128
+        assert run_measure.remove_orphaned_segments(before, d) == 128
         assert sorted(p.name for p in shm.iterdir()) == ["not_python", "other", "psm_before"]
-        assert driver.remove_orphaned_segments(before, str(shm / "missing")) == 0
+        assert run_measure.remove_orphaned_segments(before, str(shm / "missing")) == 0
 
 
 def test_memory_probe_and_its_line_in_the_table():
@@ -198,7 +199,7 @@ def test_peak_rss_is_the_childs_not_the_drivers():
     import resource
 
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    m = driver.measure(["true"], 10)
+    m = run_measure.measure(["true"], 10)
     assert m["exit"] == 0
     assert m["peak_rss"] < own
 
