@@ -399,11 +399,22 @@ impl BitStream {
         // set dc to be the dc prediction.
         block[0] = *dc_prediction * qt_table[0];
 
+        // Sluice patch: the bit buffer and its count live in locals (registers) through
+        // the fast path, written back to `self` around the refill and the slow path (which
+        // use `self`). Kept in `self` the loop stored and reloaded them every symbol, a
+        // store-to-load forward in the chain of dependent shifts and table lookups.
+        let mut buf = self.aligned_buffer;
+        let mut left = self.bits_left;
         while pos < 64 {
-            self.refill(reader)?;
-            symbol = self.peek_bits::<HUFF_LOOKAHEAD>();
-            fast_ac = ac_lookup[symbol as usize];
-            symbol = ac_table.lookup[symbol as usize];
+            if left < 32 {
+                self.aligned_buffer = buf;
+                self.bits_left = left;
+                self.refill(reader)?;
+                buf = self.aligned_buffer;
+                left = self.bits_left;
+            }
+            let peek = (buf >> (64 - HUFF_LOOKAHEAD)) as usize;
+            fast_ac = ac_lookup[peek];
 
             if fast_ac != 0 {
                 //  FAST AC path
@@ -411,9 +422,15 @@ impl BitStream {
                 let t_pos = UN_ZIGZAG[min(pos, 63)] & 63;
 
                 block[t_pos] = i32::from(fast_ac >> 8) * (qt_table[t_pos]); // Value
-                self.drop_bits((fast_ac & 15) as u8);
+                // `drop_bits`, on the locals
+                let n = (fast_ac & 15) as u8;
+                left = left.saturating_sub(n);
+                buf <<= n;
                 pos += 1;
             } else {
+                self.aligned_buffer = buf;
+                self.bits_left = left;
+                symbol = ac_table.lookup[peek];
                 decode_huff!(self, symbol, ac_table);
 
                 r = symbol >> 4;
@@ -433,8 +450,12 @@ impl BitStream {
                 } else {
                     pos += 16;
                 }
+                buf = self.aligned_buffer;
+                left = self.bits_left;
             }
         }
+        self.aligned_buffer = buf;
+        self.bits_left = left;
 
         return Ok(64);
     }
@@ -474,19 +495,32 @@ impl BitStream {
             self.discard_dc(reader, dc_table)?;
         }
 
+        // Sluice patch: the bit buffer in locals, as in `decode_mcu_block`.
+        let mut buf = self.aligned_buffer;
+        let mut left = self.bits_left;
         while pos < 64 {
-            self.refill(reader)?;
-            symbol = self.peek_bits::<HUFF_LOOKAHEAD>();
-            fast_ac = ac_lookup[symbol as usize];
-            symbol = ac_table.lookup[symbol as usize];
+            if left < 32 {
+                self.aligned_buffer = buf;
+                self.bits_left = left;
+                self.refill(reader)?;
+                buf = self.aligned_buffer;
+                left = self.bits_left;
+            }
+            let peek = (buf >> (64 - HUFF_LOOKAHEAD)) as usize;
+            fast_ac = ac_lookup[peek];
 
             if fast_ac != 0 {
                 //  FAST AC path
                 pos += ((fast_ac >> 4) & 15) as usize; // run
 
-                self.drop_bits((fast_ac & 15) as u8);
+                let n = (fast_ac & 15) as u8;
+                left = left.saturating_sub(n);
+                buf <<= n;
                 pos += 1;
             } else {
+                self.aligned_buffer = buf;
+                self.bits_left = left;
+                symbol = ac_table.lookup[peek];
                 decode_huff!(self, symbol, ac_table);
 
                 r = symbol >> 4;
@@ -503,8 +537,12 @@ impl BitStream {
                 } else {
                     pos += 16;
                 }
+                buf = self.aligned_buffer;
+                left = self.bits_left;
             }
         }
+        self.aligned_buffer = buf;
+        self.bits_left = left;
 
         return Ok(64);
     }
