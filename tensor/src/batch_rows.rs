@@ -8,7 +8,9 @@
 //! a pipeline whose consumer keeps one batch at a time touches one batch buffer's worth
 //! of fresh memory instead of two. Fresh memory is expensive where the host backs a VM's
 //! pages on first touch (6–20 µs per 4 KiB page measured on VM-5: 38 MB cost 60–190 ms of
-//! CPU, BENCHMARKS.md).
+//! CPU, BENCHMARKS.md). When the consumer has not dropped it yet, the first row waits a
+//! few milliseconds for it before a new buffer is made (and stops waiting for good once
+//! such a wait runs out: a consumer that keeps its batches).
 //!
 //! ```
 //! use sluice_tensor::BatchRows;
@@ -30,6 +32,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::pool::{self, Poolable};
 use crate::tensor::Shared;
+
+/// How long the first row waits for the batch before's buffer to come back when the pool
+/// has none (`pool::take_filled_aligned_or_wait`): a consumer on a busy machine was seen
+/// dropping its batch up to 1.6 ms after the next batch's first row was ready; a new buffer
+/// costs far more (tens to hundreds of milliseconds of page faults for 38 MB).
+const RETURN_PATIENCE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// A buffer of `rows × plane` values whose rows are handed out once each, to be written
 /// from any threads (see the [module docs](self)).
@@ -81,7 +89,8 @@ impl<T: Poolable + Copy + Default> BatchRows<T> {
     fn take(&self) -> &Taken<T> {
         self.taken.get_or_init(|| {
             let len = self.rows * self.plane;
-            let (mut vec, start) = pool::take_filled_aligned::<T>(len, self.align);
+            let (mut vec, start) =
+                pool::take_filled_aligned_or_wait::<T>(len, self.align, RETURN_PATIENCE);
             assert!(
                 vec.len() >= start + len,
                 "take_filled_aligned gave too few values"

@@ -10,7 +10,9 @@
 //! [`MAX_POOLED_BYTES`] per value type. New buffers get ordinary pages unless
 //! `SLUICE_HUGE_PAGES=1` asks for transparent huge pages (see `advise_huge_pages`).
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -30,15 +32,15 @@ mod sealed {
 /// image crops are).
 pub trait Poolable: Sized + Send + Sync + 'static + sealed::Sealed {
     #[doc(hidden)]
-    fn pool() -> &'static Mutex<Vec<Vec<Self>>>;
+    fn pool() -> &'static Pool<Self>;
 }
 
 macro_rules! poolable {
     ($($t:ty),*) => {$(
         impl sealed::Sealed for $t {}
         impl Poolable for $t {
-            fn pool() -> &'static Mutex<Vec<Vec<$t>>> {
-                static POOL: Mutex<Vec<Vec<$t>>> = Mutex::new(Vec::new());
+            fn pool() -> &'static Pool<$t> {
+                static POOL: Pool<$t> = Pool::new();
                 &POOL
             }
         }
@@ -51,22 +53,156 @@ fn bytes_of<T>(capacity: usize) -> usize {
     capacity.saturating_mul(std::mem::size_of::<T>())
 }
 
-/// An empty vector with room for `capacity` values, recycled when one fits.
-pub fn take<T: Poolable>(capacity: usize) -> Vec<T> {
-    if bytes_of::<T>(capacity) >= MIN_POOLED_BYTES {
-        let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = pool
-            .iter()
-            .rposition(|v| v.capacity() >= capacity && v.capacity() <= capacity.saturating_mul(2))
-        {
-            let mut v = pool.swap_remove(i);
-            v.clear();
-            return v;
+/// Whether a buffer of `bytes` is one the pool recycles.
+fn pooled_size(bytes: usize) -> bool {
+    (MIN_POOLED_BYTES..=MAX_POOLED_BYTES).contains(&bytes)
+}
+
+/// One value type's recycled buffers (behind the free functions of this module, which use
+/// the type's own pool).
+#[doc(hidden)]
+pub struct Pool<T> {
+    buffers: Mutex<Vec<Vec<T>>>,
+    /// Notified whenever a buffer is given back.
+    returned: Condvar,
+    /// Buffers of a recycled size handed out and not given back yet, as far as the pool can
+    /// tell (a buffer dropped without [`give`] stays counted; one given back that it never
+    /// handed out is not subtracted below zero).
+    lent: AtomicUsize,
+    /// Whether [`take_filled_aligned_or_wait`] still waits: cleared the first time a wait
+    /// runs out (the buffers out are kept by their holder, so waiting does not pay).
+    patient: AtomicBool,
+}
+
+impl<T> Pool<T> {
+    /// An empty pool.
+    pub const fn new() -> Self {
+        Pool {
+            buffers: Mutex::new(Vec::new()),
+            returned: Condvar::new(),
+            lent: AtomicUsize::new(0),
+            patient: AtomicBool::new(true),
         }
     }
-    let v = Vec::with_capacity(capacity);
-    advise_huge_pages(&v);
-    v
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Vec<T>>> {
+        self.buffers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes out of `buffers` the most recently given one with room for `len` values and
+    /// at most twice that, counting it as lent.
+    fn reuse(&self, buffers: &mut Vec<Vec<T>>, len: usize) -> Option<Vec<T>> {
+        let i = buffers
+            .iter()
+            .rposition(|v| v.capacity() >= len && v.capacity() <= len.saturating_mul(2))?;
+        self.lent.fetch_add(1, Ordering::Relaxed);
+        Some(buffers.swap_remove(i))
+    }
+
+    /// Counts a new buffer of `len` values as lent when it is of a recycled size.
+    fn lend_new(&self, len: usize) {
+        if pooled_size(bytes_of::<T>(len)) {
+            self.lent.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn take(&self, capacity: usize) -> Vec<T> {
+        if pooled_size(bytes_of::<T>(capacity)) {
+            let reused = self.reuse(&mut self.lock(), capacity);
+            if let Some(mut v) = reused {
+                v.clear();
+                return v;
+            }
+        }
+        self.lend_new(capacity);
+        let v = Vec::with_capacity(capacity);
+        advise_huge_pages(&v);
+        v
+    }
+
+    fn take_filled(&self, len: usize, patience: Duration) -> Vec<T>
+    where
+        T: Copy + Default,
+    {
+        if pooled_size(bytes_of::<T>(len)) {
+            let mut buffers = self.lock();
+            let mut deadline = None;
+            loop {
+                if let Some(mut v) = self.reuse(&mut buffers, len) {
+                    drop(buffers);
+                    v.resize(len, T::default());
+                    return v;
+                }
+                if patience.is_zero()
+                    || !self.patient.load(Ordering::Relaxed)
+                    || self.lent.load(Ordering::Relaxed) == 0
+                {
+                    break;
+                }
+                let now = Instant::now();
+                let until = *deadline.get_or_insert(now + patience);
+                if now >= until {
+                    self.patient.store(false, Ordering::Relaxed);
+                    break;
+                }
+                buffers = self
+                    .returned
+                    .wait_timeout(buffers, until - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        }
+        self.lend_new(len);
+        let v = vec![T::default(); len];
+        advise_huge_pages(&v);
+        v
+    }
+
+    fn give(&self, mut v: Vec<T>) {
+        let size = bytes_of::<T>(v.capacity());
+        if !pooled_size(size) {
+            return;
+        }
+        // Back from its holder, whether the pool keeps it or not.
+        let _ = self
+            .lent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        // Plain values stay (`take` clears them, `take_filled` reuses them); references go.
+        if std::mem::needs_drop::<T>() {
+            v.clear();
+        }
+        let mut buffers = self.lock();
+        let mut held: usize = buffers.iter().map(|b| bytes_of::<T>(b.capacity())).sum();
+        while buffers.len() >= MAX_POOLED || held + size > MAX_POOLED_BYTES {
+            let Some((i, smallest)) = buffers
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(i, b)| (i, bytes_of::<T>(b.capacity())))
+            else {
+                break;
+            };
+            if smallest >= size {
+                return;
+            }
+            buffers.swap_remove(i);
+            held -= smallest;
+        }
+        buffers.push(v);
+        drop(buffers);
+        self.returned.notify_all();
+    }
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Pool::new()
+    }
+}
+
+/// An empty vector with room for `capacity` values, recycled when one fits.
+pub fn take<T: Poolable>(capacity: usize) -> Vec<T> {
+    T::pool().take(capacity)
 }
 
 /// A vector of `len` values, recycled when one fits, whose values are unspecified (stale
@@ -74,21 +210,7 @@ pub fn take<T: Poolable>(capacity: usize) -> Vec<T> {
 /// A recycled buffer is not cleared first, so this costs no pass over the memory when the
 /// recycled buffer already held at least `len` values.
 pub fn take_filled<T: Poolable + Copy + Default>(len: usize) -> Vec<T> {
-    if bytes_of::<T>(len) >= MIN_POOLED_BYTES {
-        let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = pool
-            .iter()
-            .rposition(|v| v.capacity() >= len && v.capacity() <= len.saturating_mul(2))
-        {
-            let mut v = pool.swap_remove(i);
-            drop(pool);
-            v.resize(len, T::default());
-            return v;
-        }
-    }
-    let v = vec![T::default(); len];
-    advise_huge_pages(&v);
-    v
+    T::pool().take_filled(len, Duration::ZERO)
 }
 
 /// [`take_filled`] with room for `len` values starting at an `align`-byte boundary: the
@@ -100,12 +222,30 @@ pub fn take_filled_aligned<T: Poolable + Copy + Default>(
     len: usize,
     align: usize,
 ) -> (Vec<T>, usize) {
+    take_filled_aligned_or_wait(len, align, Duration::ZERO)
+}
+
+/// [`take_filled_aligned`] that, when no buffer fits but buffers are out (taken and not
+/// given back), waits up to `patience` for one to come back before making a new one.
+///
+/// For a stage that fills one large buffer after another (a batch's rows): its consumer
+/// usually drops the batch before while the next one starts, but on busy CPUs the drop
+/// can come a millisecond or two after the next batch needs its buffer, and a new 38 MB
+/// buffer then costs its ~9,400 fresh pages (2–30 µs each where the host backs a VM's
+/// memory on first touch, BENCHMARKS.md) where a short wait costs nothing. The first wait
+/// that runs out (a consumer that keeps its batches, as a cache or a training loop with a
+/// prefetch buffer do) ends the waiting for this value type, for the rest of the process.
+pub fn take_filled_aligned_or_wait<T: Poolable + Copy + Default>(
+    len: usize,
+    align: usize,
+    patience: Duration,
+) -> (Vec<T>, usize) {
     assert!(
         align.is_power_of_two(),
         "take_filled_aligned: align {align} is not a power of two"
     );
     let slack = (align / std::mem::size_of::<T>().max(1)).saturating_sub(1);
-    let v = take_filled::<T>(len + slack);
+    let v = T::pool().take_filled(len + slack, patience);
     // The allocation is aligned for `T`, so the start is at most `slack` values in.
     let start = v.as_ptr().align_offset(align).min(slack);
     (v, start)
@@ -187,33 +327,8 @@ impl Drop for Recycled {
 
 /// Keeps `v`'s allocation for reuse if it is large. When the pool is full, smaller buffers
 /// make room for a larger one (a batch buffer is worth more than an image's).
-pub fn give<T: Poolable>(mut v: Vec<T>) {
-    let size = bytes_of::<T>(v.capacity());
-    if !(MIN_POOLED_BYTES..=MAX_POOLED_BYTES).contains(&size) {
-        return;
-    }
-    // Plain values stay (`take` clears them, `take_filled` reuses them); references go.
-    if std::mem::needs_drop::<T>() {
-        v.clear();
-    }
-    let mut pool = T::pool().lock().unwrap_or_else(|p| p.into_inner());
-    let mut held: usize = pool.iter().map(|b| bytes_of::<T>(b.capacity())).sum();
-    while pool.len() >= MAX_POOLED || held + size > MAX_POOLED_BYTES {
-        let Some((i, smallest)) = pool
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, b)| b.capacity())
-            .map(|(i, b)| (i, bytes_of::<T>(b.capacity())))
-        else {
-            break;
-        };
-        if smallest >= size {
-            return;
-        }
-        pool.swap_remove(i);
-        held -= smallest;
-    }
-    pool.push(v);
+pub fn give<T: Poolable>(v: Vec<T>) {
+    T::pool().give(v);
 }
 
 #[cfg(test)]
@@ -281,6 +396,59 @@ mod tests {
         give(shorter);
         let again: Vec<i64> = take(n);
         assert!(again.is_empty(), "take always gives an empty vector");
+    }
+
+    #[test]
+    fn a_take_waits_for_a_buffer_out_to_come_back() {
+        // A pool of its own: waiting is per pool.
+        let pool = Pool::<f32>::new();
+        let n = MIN_POOLED_BYTES;
+        let out = pool.take_filled(n, Duration::ZERO);
+        let ptr = out.as_ptr() as usize;
+        let again = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(30));
+                pool.give(out);
+            });
+            pool.take_filled(n, Duration::from_secs(30))
+        });
+        assert_eq!(
+            again.as_ptr() as usize,
+            ptr,
+            "the buffer given back was waited for"
+        );
+        assert!(pool.patient.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_wait_that_runs_out_ends_the_waiting() {
+        let pool = Pool::<f32>::new();
+        let n = MIN_POOLED_BYTES;
+        let kept = pool.take_filled(n, Duration::ZERO);
+        let new = pool.take_filled(n, Duration::from_millis(20));
+        assert_ne!(
+            new.as_ptr(),
+            kept.as_ptr(),
+            "nothing came back: a new buffer"
+        );
+        assert!(!pool.patient.load(Ordering::Relaxed));
+        // Both still out: the pool no longer waits, however patient the caller.
+        let start = Instant::now();
+        let third = pool.take_filled(n, Duration::from_secs(30));
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert_eq!(third.len(), n);
+    }
+
+    #[test]
+    fn nothing_out_nothing_to_wait_for() {
+        let pool = Pool::<f64>::new();
+        let start = Instant::now();
+        let v = pool.take_filled(MIN_POOLED_BYTES, Duration::from_secs(30));
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert_eq!(pool.lent.load(Ordering::Relaxed), 1);
+        pool.give(v);
+        assert_eq!(pool.lent.load(Ordering::Relaxed), 0);
+        assert!(pool.patient.load(Ordering::Relaxed), "no wait ran out");
     }
 
     #[test]
