@@ -708,12 +708,12 @@ fn decode_jpeg(
     let (w, h) = decoder.dimensions().ok_or_else(no_frame_header)?;
     limits.check(ImageFormat::Jpeg, h as u64, w as u64)?;
     let Some(choose) = crop else {
-        return decode_frame(decoder, options, channels, h, w, out, &mut false);
+        return decode_frame(&mut decoder, options, channels, h, w, out, &mut false);
     };
     let win = choose(h, w)?;
     decoder.set_window(win.x, win.y, win.width, win.height);
     let mut restarted = false;
-    let decoded = decode_frame(decoder, options, channels, h, w, out, &mut restarted)?;
+    let decoded = decode_frame(&mut decoder, options, channels, h, w, out, &mut restarted)?;
     if !restarted {
         return Ok(decoded);
     }
@@ -721,14 +721,15 @@ fn decode_jpeg(
     // window cannot follow its rows, so the whole image is decoded and the window's pixels
     // are the whole decode's (fuzz findings image-window-after-second-sos and
     // image-window-second-sos-upsampled).
-    let decoder = JpegDecoder::new_with_options(ZCursor::new(data), options);
-    decode_frame(decoder, options, channels, h, w, out, &mut false)
+    let mut decoder = JpegDecoder::new_with_options(ZCursor::new(data), options);
+    decode_frame(&mut decoder, options, channels, h, w, out, &mut false)
 }
 
 /// Decodes the frame of `decoder` (`height × width` as its header says) into `out` with
-/// the channels asked for, returning (height, width, channels).
+/// the channels asked for, returning (height, width, channels). The decoder is borrowed,
+/// not moved: it holds its Huffman tables inline (~54 KB), and a move copies them.
 fn decode_frame(
-    mut decoder: JpegDecoder<ZCursor<&[u8]>>,
+    decoder: &mut JpegDecoder<ZCursor<&[u8]>>,
     options: DecoderOptions,
     channels: Option<usize>,
     height: usize,
@@ -752,7 +753,7 @@ fn decode_frame(
         Some(_) => (ColorSpace::RGB, 3, None),
     };
     decoder.set_options(options.jpeg_set_out_colorspace(out_space));
-    if !decode_into(&mut decoder, height * width * out_channels, out)? {
+    if !decode_into(decoder, height * width * out_channels, out)? {
         *restarted = true;
         return Ok((height, width, out_channels));
     }
