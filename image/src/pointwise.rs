@@ -96,6 +96,11 @@ pub struct PointChain {
     pub ops: Vec<PointOp>,
 }
 
+/// Values a streaming sink is handed at a time: one AVX-512 register, two AVX ones
+/// ([`BLOCK`] is a multiple of it).
+const GROUP: usize = 16;
+const _: () = assert!(BLOCK.is_multiple_of(GROUP));
+
 /// Values per chunk: a multiple of [`BLOCK`] small enough for two chunks to stay in L1.
 const CHUNK: usize = BLOCK * 32;
 
@@ -707,11 +712,30 @@ fn fused_from<T: Copy, S: BlockStore, F: Fn(T, usize) -> f32>(
     for (d, s) in (&mut blocks).zip(&mut from) {
         let d: &mut [f32; BLOCK] = d.try_into().expect("a block");
         let s: &[T; BLOCK] = s.try_into().expect("a block");
-        let mut v = [0.0f32; BLOCK];
-        for k in 0..BLOCK {
-            v[k] = f(s[k], k);
+        if S::DIRECT || !sink.aligned(d) {
+            // Ordinary stores, computed straight into the block.
+            for k in 0..BLOCK {
+                d[k] = f(s[k], k);
+            }
+            continue;
         }
-        sink.put(d, &v);
+        // Streamed: each group of `GROUP` values stored from the registers it was computed
+        // in (not through a block-sized temporary).
+        for (g, d) in d.chunks_exact_mut(GROUP).enumerate() {
+            let d: &mut [f32; GROUP] = d.try_into().expect("a group");
+            let mut v = [0.0f32; GROUP];
+            for (l, v) in v.iter_mut().enumerate() {
+                let k = g * GROUP + l;
+                *v = f(s[k], k);
+            }
+            #[allow(unsafe_code)]
+            // SAFETY: the block starts aligned (checked above) and is a whole number of
+            // groups of `GROUP` values (`BLOCK` is a multiple of it), each a whole number of
+            // streaming registers, so each group starts aligned too.
+            unsafe {
+                sink.put_aligned(d, &v)
+            };
+        }
     }
     for (k, (d, &s)) in blocks
         .into_remainder()

@@ -94,8 +94,25 @@ pub(crate) fn fence() {
 /// values are computed; computed into an L1 buffer first and then streamed ([`copy`]), the
 /// two take turns. The values written are the same.
 pub(crate) trait BlockStore: Copy {
+    /// Whether [`put`](Self::put) is an ordinary assignment, so a block can be computed
+    /// straight into its destination instead (no block-sized temporary).
+    const DIRECT: bool = false;
+
     /// Writes `v` into `d`.
     fn put<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]);
+
+    /// Whether `d` starts where this store streams (aligned for its streaming stores;
+    /// `false` for [`Plain`]): then [`put_aligned`](Self::put_aligned) may write it.
+    fn aligned(self, d: &[f32]) -> bool;
+
+    /// [`put`](Self::put) without the alignment check: the whole registers streamed.
+    ///
+    /// # Safety
+    /// [`aligned`](Self::aligned) must hold for `d`.
+    #[allow(unsafe_code)]
+    unsafe fn put_aligned<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
+        self.put(d, v);
+    }
 
     /// Whether this store streams blocks of `block` values from the start of `dst`: it
     /// has streaming stores and those blocks are aligned for them (`false` for [`Plain`]).
@@ -107,9 +124,15 @@ pub(crate) trait BlockStore: Copy {
 pub(crate) struct Plain;
 
 impl BlockStore for Plain {
+    const DIRECT: bool = true;
+
     #[inline(always)]
     fn put<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
         *d = *v;
+    }
+
+    fn aligned(self, _d: &[f32]) -> bool {
+        false
     }
 
     fn streams(self, _dst: &[f32], _block: usize) -> bool {
@@ -151,6 +174,25 @@ macro_rules! block_store_for {
                     return;
                 }
                 *d = *v;
+            }
+
+            fn aligned(self, d: &[f32]) -> bool {
+                (d.as_ptr() as usize).is_multiple_of($align)
+            }
+
+            #[inline(always)]
+            #[allow(unsafe_code)]
+            unsafe fn put_aligned<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: a value of this type exists only where the CPU has the feature
+                // (`new`'s contract); `d` is aligned (this function's contract).
+                unsafe {
+                    $put(d, v)
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                {
+                    *d = *v;
+                }
             }
 
             fn streams(self, dst: &[f32], block: usize) -> bool {
