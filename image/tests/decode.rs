@@ -670,6 +670,44 @@ proptest! {
         let _ = decode_and_crop(&data, (4, 4, 8, 8), None);
         let _ = decode_jpeg_scaled(&data, 8, 8);
     }
+
+    /// A JPEG whose entropy-coded data has bytes damaged (and may be cut short) gives,
+    /// wherever its whole decode succeeds, the window that decode gives cropped: outside
+    /// the window the decoder skips the blocks' symbols several at a time (zune-jpeg's
+    /// `skip_lookup`, vendor/zune-jpeg/SLUICE-PATCH.md) and must leave the bit reader
+    /// exactly where reading them one by one leaves it, however the data is damaged.
+    #[test]
+    fn damaged_jpegs_give_their_whole_decodes_window(
+        damage in prop::collection::vec((0.0f64..1.0, any::<u8>()), 1..4),
+        cut in prop::option::weighted(0.3, 0.3f64..1.0),
+        sampling in 0usize..SAMPLINGS.len(),
+        window in (0.0f64..1.0, 0.0f64..1.0),
+    ) {
+        let (w, h) = (96, 64);
+        let mut data = encode_jpeg(w, h, false, SAMPLINGS[sampling], None, false);
+        let scan = entropy_coded_start(&data);
+        let coded = data.len() - 2 - scan;
+        for (at, value) in damage {
+            data[scan + (at * coded as f64) as usize] = value;
+        }
+        if let Some(keep) = cut {
+            data.truncate(scan + (keep * coded as f64) as usize);
+        }
+        let (fy, fx) = window;
+        let crop = ((fy * 25.0) as usize, (fx * 41.0) as usize, 40, 56);
+        if let Ok(full) = decode_image(&data, Some(3)) {
+            prop_assert_eq!(decode_and_crop(&data, crop, Some(3)).unwrap(), crop_of(&full, crop));
+        }
+    }
+}
+
+/// Where a JPEG's first scan's entropy-coded data starts (after its SOS segment).
+fn entropy_coded_start(jpeg: &[u8]) -> usize {
+    let sos = jpeg
+        .windows(2)
+        .position(|m| m == [0xFF, 0xDA])
+        .expect("an SOS marker");
+    sos + 2 + usize::from(u16::from_be_bytes([jpeg[sos + 2], jpeg[sos + 3]]))
 }
 
 /// zune-jpeg (as patched, vendor/zune-jpeg/SLUICE-PATCH.md) copies the Huffman tables a

@@ -54,7 +54,7 @@ use core::cmp::min;
 use zune_core::bytestream::{ZByteReaderTrait, ZReader};
 
 use crate::errors::DecodeErrors;
-use crate::huffman::{HuffmanTable, HUFF_LOOKAHEAD};
+use crate::huffman::{HuffmanTable, HUFF_LOOKAHEAD, SKIP_LOOKAHEAD};
 use crate::marker::Marker;
 use crate::mcu::DCT_BLOCK;
 use crate::misc::UN_ZIGZAG;
@@ -498,6 +498,7 @@ impl BitStream {
         // Sluice patch: the bit buffer in locals, as in `decode_mcu_block`.
         let mut buf = self.aligned_buffer;
         let mut left = self.bits_left;
+        let skip = ac_table.skip_lookup.as_deref();
         while pos < 64 {
             if left < 32 {
                 self.aligned_buffer = buf;
@@ -505,6 +506,31 @@ impl BitStream {
                 self.refill(reader)?;
                 buf = self.aligned_buffer;
                 left = self.bits_left;
+            }
+            // Sluice patch: the whole symbols the next bits hold skipped in one lookup
+            // (`HuffmanTable::skip_lookup`), leaving the buffer, the count and the position
+            // as the loop below would read them one by one: the bits are in the buffer, and
+            // the loop would read them all (none past position 64, an end of block before
+            // it).
+            if let Some(skip) = skip {
+                if left >= SKIP_LOOKAHEAD {
+                    let entry = skip[(buf >> (64 - SKIP_LOOKAHEAD)) as usize];
+                    let advance = usize::from(entry >> 5);
+                    let n = (entry & 15) as u8;
+                    if entry & 16 != 0 {
+                        if pos + advance < 64 {
+                            buf <<= n;
+                            self.aligned_buffer = buf;
+                            self.bits_left = left - n;
+                            return Ok((pos + advance) as u16);
+                        }
+                    } else if entry != 0 && pos + advance <= 64 {
+                        buf <<= n;
+                        left -= n;
+                        pos += advance;
+                        continue;
+                    }
+                }
             }
             let peek = (buf >> (64 - HUFF_LOOKAHEAD)) as usize;
             fast_ac = ac_lookup[peek];

@@ -24,6 +24,9 @@ use crate::errors::DecodeErrors;
 /// bits consumed in 4 bits, so this must stay at most 15.
 pub const HUFF_LOOKAHEAD: u8 = 10;
 
+/// Sluice patch: bits the skip table of an AC table (`skip_lookup`) looks ahead.
+pub const SKIP_LOOKAHEAD: u8 = 12;
+
 /// A struct which contains necessary tables for decoding a JPEG
 /// huffman encoded bitstream
 #[derive(Clone)] // Sluice patch: for `recent` below
@@ -45,6 +48,15 @@ pub struct HuffmanTable {
     /// A table which can be used to decode small AC coefficients and
     /// do an equivalent of receive_extend
     pub(crate) ac_lookup: Option<[i16; 1 << HUFF_LOOKAHEAD]>,
+
+    /// Sluice patch: for an AC table, what the next `SKIP_LOOKAHEAD` bits hold as whole
+    /// symbols (code and magnitude bits), for `BitStream::discard_mcu_block`, which only
+    /// skips them: bits 0-3 the bits they take, bit 4 whether the last is an end of block,
+    /// bits 5-11 the coefficient positions they advance (at most 64; an end of block none).
+    /// 0: the first symbol does not fit. Made by `recent` the second time a thread needs
+    /// the table (a data set's shared tables, not an image's own optimized ones, whose
+    /// making would cost more than it saves), and shared between the copies it hands out.
+    pub(crate) skip_lookup: Option<alloc::sync::Arc<[u16; 1 << SKIP_LOOKAHEAD]>>,
 
     /// Directly represent contents of a JPEG DHT marker
     ///
@@ -76,7 +88,8 @@ impl HuffmanTable {
             offset: [0; 18],
             lookup: [too_long_code; 1 << HUFF_LOOKAHEAD],
             values,
-            ac_lookup: None
+            ac_lookup: None,
+            skip_lookup: None
         };
 
         p.make_derived_table(is_dc, is_progressive, codes)?;
@@ -271,6 +284,65 @@ impl HuffmanTable {
     }
 }
 
+impl HuffmanTable {
+    /// Sluice patch: the `skip_lookup` of an AC table, from its `lookup` and `ac_lookup`
+    /// (filled first).
+    ///
+    /// For each value of the next `SKIP_LOOKAHEAD` bits: the whole symbols at their start
+    /// that `discard_mcu_block`'s loop reads by shifting the bit buffer alone, as many as
+    /// fit and advance at most 64 positions: a symbol with magnitude bits that its fast AC
+    /// lookup decodes (code and magnitude in `HUFF_LOOKAHEAD` bits, advancing run + 1), a
+    /// zero run of 16 (0xF0), and, last, an end of block (any other symbol of size 0). A
+    /// symbol the loop would read through its slow path (whose magnitude read rotates bits
+    /// into the buffer's unused end) is never included, so skipping leaves the bit buffer
+    /// exactly as the loop would.
+    fn skip_table(&self) -> [u16; 1 << SKIP_LOOKAHEAD] {
+        let bits = usize::from(SKIP_LOOKAHEAD);
+        let look = usize::from(HUFF_LOOKAHEAD);
+        let mut table = [0_u16; 1 << SKIP_LOOKAHEAD];
+        let Some(fast_ac) = self.ac_lookup.as_ref() else {
+            return table;
+        };
+        for (index, entry) in table.iter_mut().enumerate() {
+            let (mut used, mut advance, mut eob) = (0_usize, 0_usize, false);
+            while used < bits {
+                // The `HUFF_LOOKAHEAD` bits after `used`, zeros past the index's own: a code
+                // (and its magnitude) that ends within the index does not depend on them.
+                let peek = ((index << used) & ((1 << bits) - 1)) >> (bits - look);
+                let found = self.lookup[peek];
+                let len = (found >> HUFF_LOOKAHEAD) as usize;
+                if len > look || used + len > bits {
+                    break;
+                }
+                let symbol = (found & 0xFF) as usize;
+                let (run, size) = (symbol >> 4, symbol & 15);
+                let (take, step) = if size != 0 {
+                    let fast = fast_ac[peek];
+                    if fast == 0 {
+                        break;
+                    }
+                    ((fast & 15) as usize, run + 1)
+                } else if run == 15 {
+                    (len, 16)
+                } else {
+                    used += len;
+                    eob = true;
+                    break;
+                };
+                if used + take > bits || advance + step > 64 {
+                    break;
+                }
+                used += take;
+                advance += step;
+            }
+            if used > 0 {
+                *entry = ((advance << 5) | (usize::from(eob) << 4) | used) as u16;
+            }
+        }
+        table
+    }
+}
+
 /// Sluice patch: the tables each thread derived last.
 ///
 /// A data set's JPEGs usually share their Huffman tables (an encoder's standard tables,
@@ -315,16 +387,23 @@ mod recent {
         let hit = RECENT
             .try_with(|recent| {
                 recent
-                    .borrow()
+                    .borrow_mut()
                     .entries
-                    .iter()
+                    .iter_mut()
                     .find(|e| {
                         e.is_dc == is_dc
                             && e.is_progressive == is_progressive
                             && e.codes == *codes
                             && e.values == values
                     })
-                    .map(|e| e.table.clone())
+                    .map(|e| {
+                        // Needed again: an AC table gets its skip table (once).
+                        if !is_dc && e.table.skip_lookup.is_none() {
+                            e.table.skip_lookup =
+                                Some(alloc::sync::Arc::new(e.table.skip_table()));
+                        }
+                        e.table.clone()
+                    })
             })
             .ok()
             .flatten();
