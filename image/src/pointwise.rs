@@ -712,7 +712,7 @@ fn fused_from<T: Copy, S: BlockStore, F: Fn(T, usize) -> f32>(
     for (d, s) in (&mut blocks).zip(&mut from) {
         let d: &mut [f32; BLOCK] = d.try_into().expect("a block");
         let s: &[T; BLOCK] = s.try_into().expect("a block");
-        if S::DIRECT || !sink.aligned(d) {
+        if !sink.aligned(d) {
             // Ordinary stores, computed straight into the block.
             for k in 0..BLOCK {
                 d[k] = f(s[k], k);

@@ -94,24 +94,30 @@ pub(crate) fn fence() {
 /// values are computed; computed into an L1 buffer first and then streamed ([`copy`]), the
 /// two take turns. The values written are the same.
 pub(crate) trait BlockStore: Copy {
-    /// Whether [`put`](Self::put) is an ordinary assignment, so a block can be computed
-    /// straight into its destination instead (no block-sized temporary).
-    const DIRECT: bool = false;
-
-    /// Writes `v` into `d`.
-    fn put<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]);
-
     /// Whether `d` starts where this store streams (aligned for its streaming stores;
     /// `false` for [`Plain`]): then [`put_aligned`](Self::put_aligned) may write it.
     fn aligned(self, d: &[f32]) -> bool;
 
-    /// [`put`](Self::put) without the alignment check: the whole registers streamed.
+    /// Writes `v` into `d`, the whole registers streamed (ordinary stores for [`Plain`]).
     ///
     /// # Safety
     /// [`aligned`](Self::aligned) must hold for `d`.
     #[allow(unsafe_code)]
-    unsafe fn put_aligned<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
-        self.put(d, v);
+    unsafe fn put_aligned<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]);
+
+    /// Writes `v` into `d`: streamed where `d` is aligned for it, ordinary stores otherwise
+    /// (what the point chain does per block; kept for the tests of each store).
+    #[cfg(test)]
+    fn put<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
+        if self.aligned(d) {
+            #[allow(unsafe_code)]
+            // SAFETY: `d` is aligned, checked on the line above.
+            unsafe {
+                self.put_aligned(d, v)
+            };
+        } else {
+            *d = *v;
+        }
     }
 
     /// Whether this store streams blocks of `block` values from the start of `dst`: it
@@ -124,15 +130,15 @@ pub(crate) trait BlockStore: Copy {
 pub(crate) struct Plain;
 
 impl BlockStore for Plain {
-    const DIRECT: bool = true;
-
     #[inline(always)]
-    fn put<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
-        *d = *v;
-    }
-
     fn aligned(self, _d: &[f32]) -> bool {
         false
+    }
+
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    unsafe fn put_aligned<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
+        *d = *v;
     }
 
     fn streams(self, _dst: &[f32], _block: usize) -> bool {
@@ -162,20 +168,6 @@ macro_rules! block_store_for {
 
         impl BlockStore for $name {
             #[inline(always)]
-            fn put<const N: usize>(self, d: &mut [f32; N], v: &[f32; N]) {
-                #[cfg(target_arch = "x86_64")]
-                if (d.as_ptr() as usize).is_multiple_of($align) {
-                    #[allow(unsafe_code)]
-                    // SAFETY: a value of this type exists only where the CPU has the
-                    // feature (`new`'s contract); `d` is aligned as checked above.
-                    unsafe {
-                        $put(d, v)
-                    };
-                    return;
-                }
-                *d = *v;
-            }
-
             fn aligned(self, d: &[f32]) -> bool {
                 (d.as_ptr() as usize).is_multiple_of($align)
             }
@@ -196,7 +188,7 @@ macro_rules! block_store_for {
             }
 
             fn streams(self, dst: &[f32], block: usize) -> bool {
-                (dst.as_ptr() as usize).is_multiple_of($align) && (block * 4).is_multiple_of($align)
+                self.aligned(dst) && (block * 4).is_multiple_of($align)
             }
         }
 
