@@ -60,12 +60,17 @@ fn image_window_differs_rows_after_an_early_end_are_zeros_in_a_reused_buffer() {
 /// image; the image) decoded whole and through its window: the image's shape, the window,
 /// and whether the window's pixels are exactly the whole decode's crop.
 fn window_matches_whole(data: &[u8]) -> ([usize; 3], Window, bool) {
+    window_matches_whole_if_decodable(data).expect("the whole image decodes")
+}
+
+/// [`window_matches_whole`], or `None` if the whole image does not decode.
+fn window_matches_whole_if_decodable(data: &[u8]) -> Option<([usize; 3], Window, bool)> {
     let [mode, fy, fx, fh, fw, image @ ..] = data else {
         unreachable!()
     };
     let channels = [None, Some(1), Some(3), Some(4), Some(2), Some(5)][(*mode % 6) as usize];
     let limits = DecodeLimits::with_max_pixels(1 << 20);
-    let full = decode_image_with_limits(image, channels, &limits).unwrap();
+    let full = decode_image_with_limits(image, channels, &limits).ok()?;
     let &[h, w, c] = full.shape() else {
         panic!("{:?}", full.shape())
     };
@@ -97,7 +102,7 @@ fn window_matches_whole(data: &[u8]) -> ([usize; 3], Window, bool) {
             want.extend_from_slice(line);
         }
     }
-    ([h, w, c], win, crop.as_u8().unwrap() == want.as_slice())
+    Some(([h, w, c], win, crop.as_u8().unwrap() == want.as_slice()))
 }
 
 /// `image-window-after-second-sos`: a damaged grey JPEG of 1077×220 whose first scan ends
@@ -136,5 +141,78 @@ fn image_window_second_sos_upsampled_is_the_whole_decode_s_crop() {
     assert!(
         matches,
         "window {win:?} differs from the whole decode's crop"
+    );
+}
+
+/// `image-window-subsampled-luma` (found by CI's fuzz run, a one-byte change of a corpus
+/// input; the width and height then made small): a 2×48 JPEG whose first component is
+/// sampled 2×1, the second 2×1 and the third 4×1, so the first is the one subsampled. The
+/// window patch chose the blocks of a window's columns as if each component's sample for
+/// pixel x were at x * h / h_max, which zune-jpeg's decoding of this layout does not
+/// follow: the 1×1 window in the last column differed from the whole decode. Layouts other
+/// than a full-resolution first component with others at full or half resolution now have
+/// every block transformed.
+#[test]
+fn image_window_subsampled_luma_is_the_whole_decode_s_crop() {
+    let data = include_bytes!("../../fuzz/regressions/image_decode/window-subsampled-luma");
+    let (shape, win, matches) = window_matches_whole(data);
+    assert_eq!(shape, [2, 48, 3]);
+    assert_eq!((win.y, win.x, win.height, win.width), (1, 47, 1, 1));
+    assert!(
+        matches,
+        "window {win:?} differs from the whole decode's crop"
+    );
+}
+
+/// The finding above over every layout of three components sampled 1, 2 or 4 times along
+/// each axis (the bytes of the frame header that hold them), for grey, RGB and RGBA
+/// output, and windows in a corner, in the middle and of the whole image: each window is
+/// the whole decode's crop.
+#[test]
+fn every_sampling_layout_s_window_is_the_whole_decode_s_crop() {
+    let data = include_bytes!("../../fuzz/regressions/image_decode/window-subsampled-luma");
+    // The sampling bytes of the three components in the frame header (after the 5-byte
+    // prefix of the fuzz input).
+    let sampling = [174, 177, 180];
+    for &off in &sampling {
+        assert_eq!(data[off - 1], (off as u8 - 174) / 3 + 1, "component id");
+    }
+    let factors = [1u8, 2, 4];
+    let layouts: Vec<u8> = factors
+        .iter()
+        .flat_map(|h| factors.iter().map(move |v| (h << 4) | v))
+        .collect();
+    // (mode, fy, fx, fh, fw): grey / RGB / RGBA output and where the window is.
+    let windows = [
+        [1, 0, 0, 255, 255],
+        [2, 255, 255, 0, 0],
+        [3, 0, 100, 255, 60],
+        [0x82, 0, 128, 255, 90],
+    ];
+    let mut checked = 0;
+    for &a in &layouts {
+        for &b in &layouts {
+            for &c in &layouts {
+                for window in &windows {
+                    let mut input = data.to_vec();
+                    input[..5].copy_from_slice(window);
+                    for (&off, v) in sampling.iter().zip([a, b, c]) {
+                        input[off] = v;
+                    }
+                    if let Some((_, win, matches)) = window_matches_whole_if_decodable(&input) {
+                        assert!(
+                            matches,
+                            "sampling {a:02x} {b:02x} {c:02x}: window {win:?} differs from \
+                             the whole decode's crop"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 1500,
+        "only {checked} of 2,916 layouts and windows decoded"
     );
 }

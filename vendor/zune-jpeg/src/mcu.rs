@@ -439,11 +439,24 @@ impl<T: ZByteReaderTrait> JpegDecoder<T> {
     /// every block is transformed).
     fn apply_window(&mut self, [x0, y0, x1, y1]: [usize; 4], mcu_rows: usize) -> Option<usize> {
         let (h_max, v_max) = (self.h_max, self.v_max);
-        let regular = self.components.iter().all(|c| {
+        // The layouts whose samples lie where the blocks below assume (a component's sample
+        // for pixel x at x * h / h_max): the first component at full resolution, each other
+        // one at full resolution or halved along one or both axes (`None`, `H`, `V`, `HV`).
+        // zune-jpeg decodes other layouts (a subsampled first component; a ratio of 3 or 4,
+        // upsampled by repetition: `Generic`) otherwise, and a window that left out the
+        // blocks of columns outside it differed from the whole decode: every block is
+        // transformed (fuzz finding `image-window-subsampled-luma`,
+        // `image/tests/fuzz_findings.rs`).
+        let regular = self.components.iter().enumerate().all(|(i, c)| {
             c.horizontal_sample > 0
                 && c.vertical_sample > 0
                 && h_max % c.horizontal_sample == 0
                 && v_max % c.vertical_sample == 0
+                && match c.sample_ratio {
+                    SampleRatios::None => true,
+                    SampleRatios::H | SampleRatios::V | SampleRatios::HV => i > 0,
+                    SampleRatios::Generic(..) => false
+                }
         });
         if !regular || x0 >= x1 || y0 >= y1 {
             for component in &mut self.components {
