@@ -8,7 +8,7 @@ Usage (from anywhere; paths default to this machine's layout):
 
     python3 bench/driver.py [--data /work/bench-data] [--images /work/bench-jpegs]
         [--rounds 3] [--workloads read,parse,augment,cache2,eval]
-        [--systems sluice-cli,sluice-verify,sluice-decode-only,sluice-python,tfdata,torch,dali,grain]
+        [--systems sluice-cli,sluice-verify,sluice-decode-only,sluice-decode-write,sluice-python,tfdata,torch,dali,grain]
         [--out FILE.md] [--jsonl FILE.jsonl] [--timeout 600] [--quiet 0]
         [--sluice target/release/sluice] [--bench-bin PATH] [--sluice-py /work/venv/bin/python]
         [--tf-py /work/venv-tf/bin/python] [--peers-py /work/venv-peers/bin/python]
@@ -39,6 +39,10 @@ process's wall time is kept too, as `process_seconds`):
                       (the reference of the target "parse >= 60 % of verify's records/s")
   sluice-decode-only  the pipelines bench's `decode_only` (the JPEGs in memory decoded by a
                       plain parallel loop: augment's ceiling); `augment` only
+  sluice-decode-write the pipelines bench's `decode_to_batch`: the same loop, each image's
+                      first 224x224x3 values then written as f32 into a 64-row batch buffer
+                      (the output augment delivers; no other op): what decoding plus writing
+                      that output costs on the machine; `augment` only, no target
   sluice-python       `sluice.Pipeline.from_toml(<w>.toml, data=DIR)` in --sluice-py, a loop
                       touching each batch lightly (sum of channel 0 / of the labels / record
                       lengths); cache2: two epochs, the second timed
@@ -93,8 +97,8 @@ BENCH = os.path.join(REPO, "bench")
 PIPELINES = os.path.join(REPO, "examples", "pipelines")
 
 WORKLOADS = ["read", "parse", "augment", "cache2", "eval"]
-SYSTEMS = ["sluice-cli", "sluice-verify", "sluice-decode-only", "sluice-python", "tfdata", "torch",
-           "dali", "grain"]
+SYSTEMS = ["sluice-cli", "sluice-verify", "sluice-decode-only", "sluice-decode-write", "sluice-python",
+           "tfdata", "torch", "dali", "grain"]
 TOML = {"read": "read.toml", "parse": "parse.toml", "augment": "augment.toml", "cache2": "cache.toml",
         "eval": "eval.toml"}
 # Which workloads each system has (the table shows "—" for the others).
@@ -102,6 +106,7 @@ APPLIES = {
     "sluice-cli": set(WORKLOADS),
     "sluice-verify": {"read", "parse"},
     "sluice-decode-only": {"augment"},
+    "sluice-decode-write": {"augment"},
     "sluice-python": set(WORKLOADS),
     "tfdata": set(WORKLOADS),
     "torch": {"augment", "eval"},
@@ -110,6 +115,7 @@ APPLIES = {
 }
 LABELS = {
     "sluice-cli": "Sluice CLI", "sluice-verify": "`sluice verify`", "sluice-decode-only": "Sluice decode-only loop",
+    "sluice-decode-write": "Sluice decode + f32 output loop",
     "sluice-python": "Sluice Python", "tfdata": "tf.data", "torch": "PyTorch DataLoader + torchvision v2",
     "dali": "DALI CPU", "grain": "Grain",
 }
@@ -247,6 +253,8 @@ def command(system, workload, a):
         return [a.sluice, "verify", "--json", os.path.join(data, "train.tfrecord-*")]
     if system == "sluice-decode-only":
         return [a.bench_bin, data, "decode_only"]
+    if system == "sluice-decode-write":
+        return [a.bench_bin, data, "decode_to_batch"]
     if system == "sluice-python":
         return [a.sluice_py, os.path.abspath(__file__), "_sluice_python", workload,
                 os.path.join(PIPELINES, TOML[workload]), data]
@@ -336,7 +344,7 @@ def probe(system, a):
             return None, f"no {a.sluice} (cargo build --release -p sluice-cli)"
         r = subprocess.run([a.sluice, "--version"], capture_output=True, text=True)
         return r.stdout.strip() or "sluice", None
-    if system == "sluice-decode-only":
+    if system in ("sluice-decode-only", "sluice-decode-write"):
         if not a.bench_bin or not os.access(a.bench_bin, os.X_OK):
             return None, "no pipelines bench binary (cargo bench -p sluice-core --bench pipelines --no-run)"
         return os.path.basename(a.bench_bin), None
