@@ -120,15 +120,7 @@ fn augment_ops() -> ImageOpsSpec {
 /// on as many threads as the machine has (rayon), nothing else.
 fn decode_only(dir: &str) {
     use rayon::prelude::*;
-    let records: Vec<Element> = Dataset::tfrecord([format!("{dir}/train.tfrecord-*")])
-        .expect("bench data")
-        .parse_example(spec())
-        .collect()
-        .expect("records");
-    let jpegs: Vec<bytes::Bytes> = records
-        .iter()
-        .map(|e| e.tensor("image").unwrap().as_bytes_list().unwrap()[0].clone())
-        .collect();
+    let jpegs = jpegs_in_memory(dir);
     let mut secs = 0.0;
     for _ in 0..env_epochs() {
         let t = Instant::now();
@@ -152,6 +144,19 @@ fn decode_only(dir: &str) {
     );
 }
 
+/// Every record's encoded image, read and parsed before any clock starts.
+fn jpegs_in_memory(dir: &str) -> Vec<bytes::Bytes> {
+    let records: Vec<Element> = Dataset::tfrecord([format!("{dir}/train.tfrecord-*")])
+        .expect("bench data")
+        .parse_example(spec())
+        .collect()
+        .expect("records");
+    records
+        .iter()
+        .map(|e| e.tensor("image").unwrap().as_bytes_list().unwrap()[0].clone())
+        .collect()
+}
+
 /// [`decode_only`], each decoded image's first `224 * 224 * 3` values then cast to `f32`
 /// into a row of a batch of 64 (rows filled in parallel, a batch at a time; the buffer is
 /// reused from batch to batch, as `augment`'s pool reuses its batch buffer).
@@ -159,15 +164,7 @@ fn decode_to_batch(dir: &str) {
     use rayon::prelude::*;
     const ROW: usize = 224 * 224 * 3;
     const BATCH: usize = 64;
-    let records: Vec<Element> = Dataset::tfrecord([format!("{dir}/train.tfrecord-*")])
-        .expect("bench data")
-        .parse_example(spec())
-        .collect()
-        .expect("records");
-    let jpegs: Vec<bytes::Bytes> = records
-        .iter()
-        .map(|e| e.tensor("image").unwrap().as_bytes_list().unwrap()[0].clone())
-        .collect();
+    let jpegs = jpegs_in_memory(dir);
     let mut secs = 0.0;
     let mut sum = 0.0f64;
     for _ in 0..env_epochs() {
