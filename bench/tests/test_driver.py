@@ -204,6 +204,15 @@ def test_peak_rss_is_the_childs_not_the_drivers():
     assert m["peak_rss"] < own
 
 
+def test_decode_write_loop_runs_on_augment_only():
+    import types
+    a = types.SimpleNamespace(bench_bin="/b/pipelines", data="/d", images="/i")
+    assert driver.command("sluice-decode-write", "augment", a) == ["/b/pipelines", "/d", "decode_to_batch"]
+    assert driver.command("sluice-decode-only", "augment", a) == ["/b/pipelines", "/d", "decode_only"]
+    assert driver.command("sluice-decode-write", "parse", a) is None
+    assert "sluice-decode-write" in driver.SYSTEMS and driver.LABELS["sluice-decode-write"]
+
+
 if __name__ == "__main__":
     tests = [v for k, v in sorted(globals().items()) if k.startswith("test_") and callable(v)]
     failed = 0
@@ -216,12 +225,3 @@ if __name__ == "__main__":
             print(f"FAIL {t.__name__}: {e!r}")
     print(f"{len(tests) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
-
-
-def test_decode_write_loop_runs_on_augment_only():
-    import types
-    a = types.SimpleNamespace(bench_bin="/b/pipelines", data="/d", images="/i")
-    assert driver.command("sluice-decode-write", "augment", a) == ["/b/pipelines", "/d", "decode_to_batch"]
-    assert driver.command("sluice-decode-only", "augment", a) == ["/b/pipelines", "/d", "decode_only"]
-    assert driver.command("sluice-decode-write", "parse", a) is None
-    assert "sluice-decode-write" in driver.SYSTEMS and driver.LABELS["sluice-decode-write"]

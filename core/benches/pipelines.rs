@@ -135,11 +135,15 @@ fn decode_only(dir: &str) {
         secs = t.elapsed().as_secs_f64();
         assert!(pixels > 0);
     }
+    print_loop_result("decode_only", jpegs.len(), secs);
+}
+
+/// The JSON line of a decode loop (the fields `bench/driver.py` reads).
+fn print_loop_result(pipeline: &str, records: usize, secs: f64) {
     println!(
-        "{{\"system\": \"sluice {}\", \"pipeline\": \"decode_only\", \"records\": {}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"threads\": {}}}",
+        "{{\"system\": \"sluice {}\", \"pipeline\": \"{pipeline}\", \"records\": {records}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"threads\": {}}}",
         env!("CARGO_PKG_VERSION"),
-        jpegs.len(),
-        jpegs.len() as f64 / secs,
+        records as f64 / secs,
         rayon::current_num_threads()
     );
 }
@@ -189,13 +193,7 @@ fn decode_to_batch(dir: &str) {
         secs = t.elapsed().as_secs_f64();
     }
     std::hint::black_box(sum);
-    println!(
-        "{{\"system\": \"sluice {}\", \"pipeline\": \"decode_to_batch\", \"records\": {}, \"seconds\": {secs:.4}, \"records_per_s\": {:.1}, \"threads\": {}}}",
-        env!("CARGO_PKG_VERSION"),
-        jpegs.len(),
-        jpegs.len() as f64 / secs,
-        rayon::current_num_threads()
-    );
+    print_loop_result("decode_to_batch", jpegs.len(), secs);
 }
 
 /// `EPOCHS` from the environment (default 1): runs of a single-epoch pipeline, the last
